@@ -78,14 +78,15 @@ class RetrievalQuery:
 
 @dataclass(frozen=True, slots=True)
 class ScoreComponents:
-    """The four terms behind a score (None where a term did not apply), the effective weights, the
+    """The four terms behind a score (None where a term did not apply), the effective weights (term →
+    weight after redistribution), the
     query terms the record's document contains and the canonical components both sides share."""
 
     lexical: float | None
     structural: float | None
     recency: float | None
     importance: float
-    weights: Weights
+    weights: Mapping[str, float]
     matched_terms: tuple[str, ...] = ()
     shared_components: tuple[str, ...] = ()
 

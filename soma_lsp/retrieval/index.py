@@ -1,0 +1,434 @@
+"""The live index: a pool's records as columns and postings, updated in place, ranked in numpy.
+
+Each record lives in a slot. Per-slot columns (document length, time, importance, architecture size)
+are numpy arrays; terms and components have postings stored in immutable *segments* (CSR arrays, one
+per update batch, small ones merged as they pile up). Removing a record clears its slot's `alive` bit
+and its document frequencies; its postings stay until a compaction drops them. So an update costs what
+its records cost, and a query costs the postings of its terms plus a few passes of vector arithmetic.
+
+One lock makes `update` atomic for queries: a query sees the pool before or after a batch, never half.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ..records import Record
+from . import terms as T
+from .model import TERMS, RetrievalQuery, ScoreComponents, ScoredRecord
+from .tokenize import tokenize
+
+FIELD_REPEATS = (3, 2, 1, 1)  # name, headline, notes, details (SPEC 2.2)
+SEGMENT_RECORDS = 1 << 17  # bulk loads are cut into segments of this many records (bounds peak memory)
+MERGE_FANOUT = 4  # merge the newest segments once this many of similar size have piled up
+
+
+def document_fields(record: Record) -> tuple[str, str, str, str]:
+    return (record.name, record.headline or "", record.notes or "", record.details or "")
+
+
+def term_counts(record: Record) -> Counter:
+    """The record's document as term → tf: name ×3, headline ×2, notes and details once (SPEC 2.2)."""
+    counts: Counter = Counter()
+    for text, repeats in zip(document_fields(record), FIELD_REPEATS):
+        for term in tokenize(text):
+            counts[term] += repeats
+    return counts
+
+
+@lru_cache(maxsize=4096)
+def _document_terms(record: Record) -> frozenset[str]:
+    return frozenset(t for text in document_fields(record) for t in tokenize(text))
+
+
+def _query_terms(text: str) -> list[str]:
+    """The distinct terms of the query text, in first-seen order (so explanations read naturally)."""
+    return list(dict.fromkeys(tokenize(text)))
+
+
+@dataclass(frozen=True, slots=True)
+class _Segment:
+    """Postings of one batch: for key id k, rows indptr[k]:indptr[k+1] of (slots, counts)."""
+
+    indptr: np.ndarray
+    slots: np.ndarray
+    counts: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return int(self.slots.size)
+
+    def postings(self, key: int) -> tuple[np.ndarray, np.ndarray] | None:
+        if key + 1 >= self.indptr.size:
+            return None
+        start, end = self.indptr[key], self.indptr[key + 1]
+        return (self.slots[start:end], self.counts[start:end]) if end > start else None
+
+    @classmethod
+    def build(cls, keys: np.ndarray, slots: np.ndarray, counts: np.ndarray, n_keys: int) -> "_Segment":
+        """CSR by key from (key, slot, count) triples; (key, slot) pairs must be unique."""
+        order = np.argsort(keys, kind="stable")
+        indptr = np.zeros(n_keys + 1, dtype=np.int64)
+        np.cumsum(np.bincount(keys, minlength=n_keys), out=indptr[1:])
+        return cls(indptr, slots[order].astype(np.int32), counts[order].astype(np.float32))
+
+    @classmethod
+    def merge(cls, segments: Sequence["_Segment"], n_keys: int, keep: np.ndarray) -> "_Segment":
+        """One segment holding the postings of `segments` whose slots are still in `keep`."""
+        keys = np.concatenate([np.repeat(np.arange(s.indptr.size - 1), np.diff(s.indptr)) for s in segments])
+        slots = np.concatenate([s.slots for s in segments])
+        counts = np.concatenate([s.counts for s in segments])
+        live = keep[slots]
+        return cls.build(keys[live], slots[live], counts[live], n_keys)
+
+
+class _Postings:
+    """Postings for one kind of key (terms, or architecture components): a vocabulary, document
+    frequencies over live slots, and segments."""
+
+    def __init__(self) -> None:
+        self.vocabulary: dict[str, int] = {}
+        self.doc_freq = np.zeros(0, dtype=np.int64)
+        self.segments: list[_Segment] = []
+
+    def key(self, name: str) -> int | None:
+        return self.vocabulary.get(name)
+
+    def add(self, slots: np.ndarray, per_record: Sequence[Mapping[str, float]]) -> None:
+        vocabulary = self.vocabulary
+        keys, counts, lengths = [], [], []
+        for bag in per_record:
+            lengths.append(len(bag))
+            for name, count in bag.items():
+                key = vocabulary.get(name)
+                if key is None:
+                    key = vocabulary[name] = len(vocabulary)
+                keys.append(key)
+                counts.append(count)
+        if not keys:
+            return
+        key_array = np.asarray(keys, dtype=np.int64)
+        n_keys = len(vocabulary)
+        if self.doc_freq.size < n_keys:
+            self.doc_freq = np.concatenate([self.doc_freq, np.zeros(n_keys - self.doc_freq.size, np.int64)])
+        self.doc_freq += np.bincount(key_array, minlength=n_keys)
+        slot_array = np.repeat(slots, lengths)
+        self.segments.append(_Segment.build(key_array, slot_array, np.asarray(counts), n_keys))
+
+    def remove(self, bags: Iterable[Mapping[str, float]]) -> None:
+        for bag in bags:
+            for name in bag:
+                self.doc_freq[self.vocabulary[name]] -= 1
+
+    def lookup(self, key: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for segment in self.segments:
+            found = segment.postings(key)
+            if found is not None:
+                yield found
+
+    def tidy(self, keep: np.ndarray, compact: bool) -> None:
+        """Merge the newest segments while MERGE_FANOUT of them are no bigger than their elder; with
+        `compact`, merge everything and drop postings of dead slots."""
+        n_keys = len(self.vocabulary)
+        if compact:
+            self.segments = [_Segment.merge(self.segments, n_keys, keep)] if self.segments else []
+            return
+        while len(self.segments) >= MERGE_FANOUT:
+            tail = self.segments[-MERGE_FANOUT:]
+            if sum(s.size for s in tail[1:]) > tail[0].size:
+                self.segments[-MERGE_FANOUT:] = [_Segment.merge(tail, n_keys, keep)]
+            else:
+                break
+
+
+class _Columns:
+    """Per-slot numpy columns that grow by doubling."""
+
+    FIELDS = {"alive": bool, "dl": np.float64, "time": np.float64, "importance": np.float64,
+              "arch_total": np.float64, "dead_end": bool}
+
+    def __init__(self) -> None:
+        self.size = 0
+        for name, dtype in self.FIELDS.items():
+            setattr(self, name, np.zeros(0, dtype=dtype))
+
+    def grow(self, extra: int) -> np.ndarray:
+        start, self.size = self.size, self.size + extra
+        capacity = self.alive.size
+        if self.size > capacity:
+            new_capacity = max(self.size, 2 * capacity, 1024)
+            for name in self.FIELDS:
+                old = getattr(self, name)
+                new = np.zeros(new_capacity, dtype=old.dtype)
+                new[:capacity] = old
+                setattr(self, name, new)
+        return np.arange(start, self.size, dtype=np.int64)
+
+    def view(self, name: str) -> np.ndarray:
+        return getattr(self, name)[: self.size]
+
+
+class LiveIndex:
+    """A pool's records, ready to rank; `update` adds, replaces and removes records in place."""
+
+    def __init__(self, records: Iterable[Record] = ()) -> None:
+        self._lock = threading.RLock()
+        self._columns = _Columns()
+        self._slot_records: list[Record | None] = []
+        self._slot_of: dict[str, int] = {}
+        self._terms = _Postings()
+        self._components = _Postings()
+        self._ties: dict[str, set[str]] = {}
+        self._total_dl = 0.0
+        self._dead_slots = 0
+        self._norm_cache: tuple[int, np.ndarray] | None = None
+        self.version = 0
+        self.update(add=records)
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._slot_of)
+
+    def __contains__(self, record_id: object) -> bool:
+        return record_id in self._slot_of
+
+    def get(self, record_id: str) -> Record | None:
+        slot = self._slot_of.get(record_id)
+        return None if slot is None else self._slot_records[slot]
+
+    def records(self) -> list[Record]:
+        """Every record, in id order."""
+        with self._lock:
+            return [self._slot_records[self._slot_of[i]] for i in sorted(self._slot_of)]
+
+    def tied_to(self, path: str) -> list[Record]:
+        """Records with a `code` tie naming this workspace-relative path, in id order."""
+        with self._lock:
+            return [self._slot_records[self._slot_of[i]] for i in sorted(self._ties.get(path, ()))]
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def update(self, add: Iterable[Record] = (), remove: Iterable[str] = ()) -> None:
+        """Remove the `remove` ids, then add `add` (a present id is replaced), as one atomic step."""
+        added = list(add)
+        with self._lock:
+            self._remove([*remove, *(r.id for r in added if r.id in self._slot_of)])
+            latest = {r.id: r for r in added}  # within a batch, the last record of an id wins
+            for start in range(0, len(latest), SEGMENT_RECORDS):
+                self._add(list(latest.values())[start:start + SEGMENT_RECORDS])
+            self._tidy()
+            self._norm_cache = None
+            self.version += 1
+
+    def _remove(self, record_ids: Iterable[str]) -> None:
+        slots = [s for s in (self._slot_of.pop(i, None) for i in record_ids) if s is not None]
+        if not slots:
+            return
+        columns = self._columns
+        for slot in slots:
+            record = self._slot_records[slot]
+            self._terms.remove([term_counts(record)])
+            self._components.remove([T.component_bag(record.architecture)])
+            for tie in record.code:
+                ids = self._ties.get(tie.path)
+                if ids is not None:
+                    ids.discard(record.id)
+                    if not ids:
+                        del self._ties[tie.path]
+            self._total_dl -= columns.dl[slot]
+            self._slot_records[slot] = None
+        columns.alive[slots] = False
+        self._dead_slots += len(slots)
+
+    def _add(self, records: Sequence[Record]) -> None:
+        if not records:
+            return
+        slots = self._columns.grow(len(records))
+        term_bags, component_bags = [], []
+        dl, time, imp, arch_total, dead_end = [], [], [], [], []
+        for slot, record in zip(slots.tolist(), records):
+            term_bag = term_counts(record)
+            bag = T.component_bag(record.architecture)
+            term_bags.append(term_bag)
+            component_bags.append(bag)
+            self._slot_records.append(record)
+            self._slot_of[record.id] = slot
+            for tie in record.code:
+                self._ties.setdefault(tie.path, set()).add(record.id)
+            dl.append(sum(term_bag.values()))
+            time.append(T.epoch_seconds(record.time) if record.time else np.nan)
+            imp.append(T.importance(record))
+            arch_total.append(sum(bag.values()))
+            dead_end.append(T.is_dead_end(record))
+        columns = self._columns
+        columns.alive[slots] = True
+        columns.dl[slots] = dl
+        columns.time[slots] = time
+        columns.importance[slots] = imp
+        columns.arch_total[slots] = arch_total
+        columns.dead_end[slots] = dead_end
+        self._total_dl += float(sum(dl))
+        self._terms.add(slots, term_bags)
+        self._components.add(slots, component_bags)
+
+    def _tidy(self) -> None:
+        compact = self._dead_slots > max(1024, self._columns.size // 2)
+        keep = self._columns.view("alive")
+        self._terms.tidy(keep, compact)
+        self._components.tidy(keep, compact)
+        if compact:
+            self._compact_slots()
+
+    def _compact_slots(self) -> None:
+        """Renumber live slots densely once dead ones dominate; postings were merged just before."""
+        alive = self._columns.view("alive")
+        new_of_old = np.cumsum(alive) - 1
+        old = self._columns
+        fresh = _Columns()
+        live_slots = np.flatnonzero(alive)
+        fresh.grow(live_slots.size)
+        for name in _Columns.FIELDS:
+            fresh.view(name)[:] = old.view(name)[live_slots]
+        self._columns = fresh
+        self._slot_records = [self._slot_records[s] for s in live_slots.tolist()]
+        self._slot_of = {r.id: i for i, r in enumerate(self._slot_records)}
+        for postings in (self._terms, self._components):
+            postings.segments = [_Segment(s.indptr, new_of_old[s.slots].astype(np.int32), s.counts)
+                                 for s in postings.segments]
+        self._dead_slots = 0
+
+    # -- ranking ------------------------------------------------------------------------------
+
+    def rank(self, query: RetrievalQuery, *, relevant_only: bool = False,
+             min_score: float = 0.0) -> list[ScoredRecord]:
+        """SPEC 2.6: best first, exact ties by id, cut at `query.limit`. `relevant_only` keeps only
+        records with lexical > 0 or structural > 0 (SPEC 3's gate); `min_score` drops lower scores."""
+        with self._lock:
+            columns = self._scores(query)
+            score = columns["score"]
+            keep = self._columns.view("alive").copy()
+            if relevant_only:
+                keep &= (columns["lexical"] > 0) | (columns["structural"] > 0)
+            if min_score > 0:
+                keep &= score >= min_score
+            slots = self._top(score, np.flatnonzero(keep), query.limit)
+            return [self._scored(slot, columns, query) for slot in slots]
+
+    def score(self, query: RetrievalQuery, record_ids: Iterable[str]) -> list[ScoredRecord]:
+        """The scores `rank` would give these records (unknown ids are skipped), in the order given."""
+        with self._lock:
+            slots = [self._slot_of[i] for i in record_ids if i in self._slot_of]
+            if not slots:
+                return []
+            columns = self._scores(query)
+            return [self._scored(slot, columns, query) for slot in slots]
+
+    def _length_norm(self) -> np.ndarray:
+        n = len(self._slot_of)
+        if self._norm_cache is None or self._norm_cache[0] != self.version:
+            avgdl = self._total_dl / n if n else 0.0
+            dl = self._columns.view("dl")
+            norm = T.length_norm(dl, avgdl) if avgdl > 0 else np.full(dl.shape, T.K1)
+            self._norm_cache = (self.version, norm)
+        return self._norm_cache[1]
+
+    def _bm25(self, query_terms: Sequence[str]) -> np.ndarray:
+        size, n = self._columns.size, len(self._slot_of)
+        bm25 = np.zeros(size)
+        norm = self._length_norm()
+        for term in query_terms:
+            key = self._terms.key(term)
+            if key is None or self._terms.doc_freq[key] == 0:
+                continue
+            idf_t = T.idf(n, self._terms.doc_freq[key])
+            for slots, tf in self._terms.lookup(key):
+                bm25[slots] += T.bm25_term(idf_t, tf.astype(np.float64), norm[slots])
+        return bm25
+
+    def _shared_components(self, query_bag: Mapping[str, float]) -> np.ndarray:
+        shared = np.zeros(self._columns.size)
+        for name, q_count in query_bag.items():
+            key = self._components.key(name)
+            if key is None:
+                continue
+            for slots, counts in self._components.lookup(key):
+                shared[slots] += np.minimum(q_count, counts.astype(np.float64))
+        return shared
+
+    def _scores(self, query: RetrievalQuery) -> dict[str, np.ndarray]:
+        """Every slot's components and score for this query (dead slots hold garbage)."""
+        columns = self._columns
+        alive = columns.view("alive")
+        query_terms = _query_terms(query.text)
+        query_bag = T.component_bag(query.architecture)
+        lexical_applies = bool(query_terms)
+
+        bm25 = self._bm25(query_terms)
+        lexical = T.lexical(bm25, float(bm25[alive].max(initial=0.0)))
+
+        record_total = columns.view("arch_total")
+        query_total = float(sum(query_bag.values()))
+        structural_applies = (record_total > 0) & (query_total > 0)
+        structural = np.zeros(columns.size)
+        if query_total > 0:
+            shared = self._shared_components(query_bag)
+            np.divide(shared, query_total + record_total - shared, out=structural, where=structural_applies)
+
+        time = columns.view("time")
+        recency_applies = ~np.isnan(time) if query.now is not None else np.zeros(columns.size, bool)
+        recency = np.zeros(columns.size)
+        if query.now is not None:
+            age_days = (T.epoch_seconds(query.now) - time) / T.SECONDS_PER_DAY
+            recency = np.where(recency_applies, T.decay(np.nan_to_num(age_days), query.half_life_days), 0.0)
+
+        # Four applicability classes (structural × recency) share one row of effective weights each.
+        # Terms that do not apply are 0 in their columns, so Σ w_i·c_i / Σ_applies w_i is the score.
+        weights = np.asarray(query.weights.as_tuple())
+        applies = np.array([[lexical_applies, s, r, True] for s in (False, True) for r in (False, True)])
+        table = T.effective_weights(weights, applies)
+        classes = structural_applies.astype(np.intp) * 2 + recency_applies
+        numerator = weights[0] * lexical + weights[1] * structural + weights[2] * recency \
+            + weights[3] * columns.view("importance")
+        denominator = (applies * weights).sum(axis=1)[classes]
+        score = np.divide(numerator, denominator, out=np.zeros(columns.size), where=denominator > 0)
+        return {"score": score, "lexical": lexical, "structural": structural, "recency": recency,
+                "table": table, "classes": classes, "structural_applies": structural_applies,
+                "recency_applies": recency_applies, "lexical_applies": lexical_applies,
+                "query_terms": query_terms, "query_bag": query_bag}
+
+    def _top(self, score: np.ndarray, candidates: np.ndarray, limit: int | None) -> list[int]:
+        """Candidate slots by score descending, then id ascending, the first `limit` of them."""
+        if limit is not None and candidates.size > limit:
+            if limit == 0:
+                return []
+            kth = np.partition(score[candidates], candidates.size - limit)[candidates.size - limit]
+            candidates = candidates[score[candidates] >= kth]
+        records = self._slot_records
+        ordered = sorted(zip((-score[candidates]).tolist(), candidates.tolist()),
+                         key=lambda pair: (pair[0], records[pair[1]].id))
+        return [slot for _, slot in (ordered if limit is None else ordered[:limit])]
+
+    def _scored(self, slot: int, columns: Mapping, query: RetrievalQuery) -> ScoredRecord:
+        record = self._slot_records[slot]
+        effective = columns["table"][columns["classes"][slot]]
+        structural_applies = bool(columns["structural_applies"][slot])
+        document = _document_terms(record)
+        record_bag = T.component_bag(record.architecture)
+        components = ScoreComponents(
+            lexical=float(columns["lexical"][slot]) if columns["lexical_applies"] else None,
+            structural=float(columns["structural"][slot]) if structural_applies else None,
+            recency=float(columns["recency"][slot]) if columns["recency_applies"][slot] else None,
+            importance=float(self._columns.importance[slot]),
+            weights=dict(zip(TERMS, effective.tolist())),
+            matched_terms=tuple(t for t in columns["query_terms"] if t in document),
+            shared_components=tuple(sorted(set(columns["query_bag"]) & set(record_bag))),
+        )
+        return ScoredRecord(record, float(columns["score"][slot]), components,
+                            dead_end=bool(self._columns.dead_end[slot]))
