@@ -1,0 +1,143 @@
+"""Hypothesis: the index against the spec reference on random pools, and SPEC 2's invariants."""
+
+import math
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import spec_reference as ref
+from soma_lsp.records import parse_record
+from soma_lsp.retrieval import LiveIndex, RetrievalQuery, rank, tokenize
+
+WORDS = ["rope", "theta", "RoPE", "LayerNorm", "layer_norm", "moe", "top-k", "lr", "warmup", "diverges",
+         "ALiBi", "HTTPServer", "bf16", "3e-4", "SwiGLU", "gelu", "qk_norm", "z-loss", "ResNet50", "Größe"]
+COMPONENTS = ["Linear", "nn.Linear", "torch.nn.LayerNorm", "layer_norm", "RMSNorm", "Attention", "SwiGLU",
+              "Conv2d", "MoE", "Embedding"]
+STATUSES = ["succeeded", "failed", "crashed", "regressed", "running", "unknown", "OK", "errored", "killed"]
+BASE = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+text = st.lists(st.sampled_from(WORDS), max_size=8).map(" ".join)
+stamp = st.integers(-400, 400).map(lambda d: BASE + timedelta(days=d, hours=d % 7, minutes=d % 13))
+timestamp = st.one_of(
+    st.none(),
+    stamp.map(lambda t: t.isoformat().replace("+00:00", "Z")),
+    stamp.map(lambda t: t.astimezone(timezone(timedelta(hours=2))).isoformat()),
+    stamp.map(lambda t: t.replace(tzinfo=None).isoformat()),
+)
+architecture = st.one_of(
+    st.none(),
+    st.lists(st.sampled_from(COMPONENTS), max_size=5),
+    st.dictionaries(st.sampled_from(COMPONENTS), st.integers(-1, 4), max_size=4),
+)
+metric = st.fixed_dictionaries(
+    {"name": st.sampled_from(["loss", "acc"]), "value": st.one_of(st.floats(0, 3), st.just("nan"), st.just("-inf"))},
+    optional={"baseline": st.floats(-2, 3), "goal": st.sampled_from(["min", "max", "higher", "lower"])},
+)
+record_fields = st.fixed_dictionaries(
+    {"name": text.filter(str.strip)},
+    optional={"status": st.sampled_from(STATUSES), "conclusion": st.one_of(text, st.fixed_dictionaries(
+        {"headline": text}, optional={"details": text})), "notes": text, "architecture": architecture,
+        "created_at": timestamp, "finished_at": timestamp, "metrics": st.lists(metric, max_size=3),
+        "importance": st.floats(0, 1)},
+)
+
+
+@st.composite
+def pools(draw):
+    fields = draw(st.lists(record_fields, min_size=1, max_size=25))
+    records = [parse_record({"id": f"exp-{i:03d}", **f}) for i, f in enumerate(fields)]
+    twins = draw(st.lists(st.sampled_from(range(len(fields))), max_size=3))
+    records += [parse_record({"id": f"twin-{j}-{i:03d}", **fields[i]}) for j, i in enumerate(twins)]
+    return records
+
+
+queries = st.fixed_dictionaries({
+    "text": text, "architecture": architecture,
+    "now": st.one_of(st.none(), stamp), "half_life": st.sampled_from([30.0, 7.5, 365.0]),
+})
+
+
+def _query(q, limit=None):
+    return RetrievalQuery(text=q["text"], architecture=q["architecture"], now=q["now"],
+                          half_life_days=q["half_life"], limit=limit)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(pools(), queries)
+def test_rank_equals_the_spec_reference(records, q):
+    got = rank(records, _query(q))
+    want = ref.rank(records, q["text"], q["architecture"], q["now"], q["half_life"], limit=None)
+    assert [r.record.id for r in got] == [w[1] for w in want]
+    for g, (score, _, comp, eff, matched) in zip(got, want):
+        assert g.score == pytest.approx(score, abs=1e-9)
+        for term, value in comp.items():
+            mine = getattr(g.components, term)
+            assert (mine is None) == (value is None)
+            if value is not None:
+                assert mine == pytest.approx(value, abs=1e-9)
+            assert g.components.weights[term] == pytest.approx(eff[term], abs=1e-12)
+        assert list(g.components.matched_terms) == matched
+
+
+@settings(max_examples=100, deadline=None)
+@given(pools(), queries, st.randoms(use_true_random=False))
+def test_invariants(records, q, rnd):
+    result = rank(records, _query(q))
+    assert sorted(r.record.id for r in result) == sorted(r.id for r in records)  # a permutation
+    keys = [(-r.score, r.record.id) for r in result]
+    assert keys == sorted(keys)
+    for r in result:
+        assert 0.0 <= r.score <= 1.0 + 1e-12
+        assert math.isclose(sum(r.components.weights.values()), 1.0)
+        for term in ("lexical", "structural", "recency", "importance"):
+            value = getattr(r.components, term)
+            assert value is None or 0.0 <= value <= 1.0 + 1e-12
+    shuffled = list(records)
+    rnd.shuffle(shuffled)
+    again = rank(shuffled, _query(q))
+    assert [(r.record.id, r.score) for r in again] == [(r.record.id, r.score) for r in result]
+    limited = rank(records, _query(q, limit=3))
+    assert [r.record.id for r in limited] == [r.record.id for r in result[:3]]
+
+
+@settings(max_examples=100, deadline=None)
+@given(pools(), text, text.filter(str.strip))
+def test_an_unrelated_record_never_lifts_lexical_above_one(records, query_text, other):
+    unrelated_terms = set(tokenize(query_text))
+    extra = parse_record({"id": "zzz-unrelated", "name": "qqqq " + " ".join(
+        t for t in tokenize(other) if t not in unrelated_terms) })
+    before = {r.record.id: r.components.lexical for r in rank(records, RetrievalQuery(text=query_text, limit=None))}
+    after = rank([*records, extra], RetrievalQuery(text=query_text, limit=None))
+    for r in after:
+        if r.components.lexical is not None:
+            assert r.components.lexical <= 1.0
+        if r.record.id in before and before[r.record.id] == 0:
+            assert r.components.lexical == 0
+
+
+def test_raw_bm25_matches_bm25s_lucene():
+    """The lexical order equals bm25s's Lucene BM25 (same idf; its score lacks the (k1+1) factor)."""
+    bm25s = pytest.importorskip("bm25s")
+    rng = np.random.default_rng(3)
+    vocab = [f"w{i}" for i in range(300)]
+    zipf = 1 / np.arange(1, 301)
+    zipf /= zipf.sum()
+    records = [parse_record({"id": f"d{i:04d}", "name": " ".join(rng.choice(vocab, 3, p=zipf)),
+                             "notes": " ".join(rng.choice(vocab, rng.integers(5, 60), p=zipf))})
+               for i in range(800)]
+    docs = [tokenize(r.name) * 3 + tokenize(r.notes) for r in records]
+    ids = {t: i for i, t in enumerate(sorted({t for d in docs for t in d}))}
+    model = bm25s.BM25(method="lucene", k1=1.2, b=0.75)
+    model.index(bm25s.tokenization.Tokenized(ids=[[ids[t] for t in d] for d in docs], vocab=dict(ids)),
+                show_progress=False)
+    index = LiveIndex(records)
+    lexical_only = {"lexical": 1.0, "structural": 0.0, "recency": 0.0, "importance": 0.0}
+    for q in range(20):
+        terms = list(dict.fromkeys(rng.choice(vocab, 4, p=zipf)))
+        theirs = model.get_scores([ids[t] for t in terms if t in ids])
+        ours = index.rank(RetrievalQuery(text=" ".join(terms), weights=lexical_only, limit=None))
+        mine = np.array([r.score for r in sorted(ours, key=lambda r: r.record.id)])
+        top = theirs.max()
+        np.testing.assert_allclose(mine, theirs / top if top > 0 else theirs, rtol=1e-5, atol=1e-7)

@@ -1,0 +1,50 @@
+from collections import Counter
+
+import pytest
+from hypothesis import given, strategies as st
+
+from soma_lsp.retrieval import tokenize
+from spec_reference import tokenize as reference_tokenize
+
+SPEC_TABLE = [
+    ("LayerNormFP32", ["layer", "norm", "fp32", "layernormfp32"]),
+    ("torch.nn.functional", ["torch", "nn", "functional"]),
+    ("lr_warmup-steps", ["lr", "warmup", "steps"]),
+    ("HTTPServer", ["http", "server", "httpserver"]),
+    ("ResNet50", ["res", "net50", "resnet50"]),
+    ("Conv2D", ["conv2d"]),
+    ("RoPE", ["ro", "pe", "rope"]),
+    ("ALiBi", ["a", "li", "bi", "alibi"]),
+    ("__init__", ["init"]),
+    ("3e-4", ["3e", "4"]),
+]
+
+
+@pytest.mark.parametrize("text, terms", SPEC_TABLE)
+def test_spec_table(text, terms):
+    assert Counter(tokenize(text)) == Counter(terms)
+
+
+def test_runs_are_unicode_letters_and_digits():
+    assert tokenize("Größe der Schicht: 12 · Überlauf") == ["größe", "der", "schicht", "12", "überlauf"]
+    assert tokenize("注意力机制 attention") == ["注意力机制", "attention"]
+
+
+def test_no_stemming_no_stop_words():
+    assert tokenize("the runs were diverging") == ["the", "runs", "were", "diverging"]
+
+
+def test_repeats_are_kept():
+    assert tokenize("rope RoPE") == ["rope", "ro", "pe", "rope"]
+
+
+@given(st.text())
+def test_matches_the_spec_reading_on_any_text(text):
+    assert Counter(tokenize(text)) == Counter(reference_tokenize(text))
+
+
+@given(st.text(alphabet=st.characters(categories=["Lu", "Ll", "Nd", "Pc", "Pd", "Zs", "Po"])))
+def test_terms_are_lower_cased_pieces_of_the_text(text):
+    lowered = text.lower()
+    for term in tokenize(text):
+        assert term and term == term.lower() and term in lowered
