@@ -1,0 +1,304 @@
+"""The live pool: every record file of the pool roots, loaded, validated and kept in step with the disk.
+
+`LivePool.load()` reads everything (with progress); `apply(paths)` re-reads only the files named
+(created, changed, deleted or renamed — directories too) and updates only their records in the index,
+in one `index.update` per batch of whole files, so a query never sees half of a file's update.
+Concurrent `apply` calls coalesce: paths queued while another thread applies are taken in by the next
+round, and every call returns once its own paths are applied.
+
+Duplicate ids: the first occurrence in path order (sorted absolute paths, then line order) is the
+visible one; later ones are reported as `duplicate` problems. When the winning file changes or
+disappears, the next occurrence becomes visible.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from ..records import Record
+from .discover import Roots, normalize
+from .loader import MAX_JSON_BYTES, MAX_YAML_BYTES, FileLoad, load_file
+from .problems import Problem
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class PoolChange:
+    """What one applied batch changed: `files` whose records or problems changed (deleted ones too),
+    ids that became visible or were replaced (`added`) and ids that are gone (`removed`)."""
+
+    files: tuple[str, ...]
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    version: int
+
+
+class LivePool:
+    """The records of a set of pool roots, mirrored into a live index (or none, for `soma-lsp check`)."""
+
+    def __init__(self, roots: Iterable[str | os.PathLike], index=None, *, batch_records: int = 20_000,
+                 batch_files: int = 500, max_json_bytes: int = MAX_JSON_BYTES,
+                 max_yaml_bytes: int = MAX_YAML_BYTES) -> None:
+        self._roots = Roots(roots)
+        self.index = index
+        self.batch_records = batch_records
+        self.batch_files = batch_files
+        self._limits = {"max_json_bytes": max_json_bytes, "max_yaml_bytes": max_yaml_bytes}
+        self._lock = threading.RLock()  # the pool's own state (files, claims, problems)
+        self._apply_lock = threading.Lock()  # one applier at a time
+        self._pending: set[str] = set()
+        self._pending_lock = threading.Lock()
+        self._files: dict[str, FileLoad] = {}
+        self._by_dir: dict[str, set[str]] = {}
+        self._claims: dict[str, list[tuple[str, int]]] = {}  # id -> sorted (path, ordinal) occurrences
+        self._visible: dict[str, Record] = {}
+        self._dups: dict[str, list[Problem]] = {}  # id -> problems of its losing occurrences
+        self._extra: dict[str, list[Problem]] = {}  # path -> listing problems (symlinks, vanished files)
+        self._subscribers: list[Callable[[PoolChange], None]] = []
+        self.version = 0
+        self.loading = False
+
+    # -- reading ------------------------------------------------------------------------------
+
+    @property
+    def roots(self) -> list[str]:
+        return list(self._roots.paths)
+
+    @property
+    def files(self) -> list[str]:
+        """The pool files loaded (readable or not), sorted."""
+        with self._lock:
+            return sorted(self._files)
+
+    def __len__(self) -> int:
+        return len(self._visible)
+
+    def get(self, record_id: str) -> Record | None:
+        return self._visible.get(record_id)
+
+    def records(self) -> list[Record]:
+        """The visible records, in id order."""
+        with self._lock:
+            return [self._visible[i] for i in sorted(self._visible)]
+
+    def problems_for(self, path: str) -> list[Problem]:
+        """The problems of one file (its own, listing problems, and its duplicate ids), by line."""
+        with self._lock:
+            found = list(self._extra.get(path, ()))
+            load = self._files.get(path)
+            if load is not None:
+                found.extend(load.problems)
+                for record in load.records:
+                    found.extend(p for p in self._dups.get(record.id, ()) if p.path == path)
+            return sorted(found, key=lambda p: (p.line, p.severity != "error"))
+
+    @property
+    def problems(self) -> dict[str, list[Problem]]:
+        """Every file with problems → its problems by line, files in path order."""
+        with self._lock:
+            paths = set(self._extra)
+            paths.update(p for p, load in self._files.items() if load.problems)
+            paths.update(p.path for dups in self._dups.values() for p in dups)
+            return {path: self.problems_for(path) for path in sorted(paths)}
+
+    def summary(self) -> dict:
+        """Counts for a status line or `soma-lsp check`: records, files, errors, warnings, by kind."""
+        problems = [p for ps in self.problems.values() for p in ps]
+        return {"records": len(self._visible), "files": len(self._files),
+                "errors": sum(p.severity == "error" for p in problems),
+                "warnings": sum(p.severity == "warning" for p in problems),
+                "errors_by_kind": dict(sorted(Counter(p.kind for p in problems if p.severity == "error").items())),
+                "warnings_by_kind": dict(sorted(Counter(p.kind for p in problems
+                                                        if p.severity == "warning").items()))}
+
+    def subscribe(self, callback: Callable[[PoolChange], None]) -> Callable[[], None]:
+        """Call `callback(change)` after each applied batch (from the applying thread); returns an
+        unsubscribe function."""
+        self._subscribers.append(callback)
+        return lambda: self._subscribers.remove(callback) if callback in self._subscribers else None
+
+    # -- loading ------------------------------------------------------------------------------
+
+    def load(self, progress: Progress | None = None) -> None:
+        """(Re)load every file of every root; files gone since the last load are dropped. `progress(done,
+        total)` is called in bytes, at most about once per percent and at the end."""
+        with self._apply_lock:
+            self.loading = True
+            try:
+                listing_problems: list[Problem] = []
+                listed = self._roots.walk(problems=listing_problems)
+                with self._lock:
+                    self._extra = {}
+                    for problem in listing_problems:
+                        self._extra.setdefault(problem.path, []).append(problem)
+                    gone = set(self._files) - {item.path for item in listed}
+                sizes = {item.path: item.size for item in listed}
+                sizes.update((path, 0) for path in gone)
+                self._run(sorted(sizes), sizes, progress, report_vanished=True)
+            finally:
+                self.loading = False
+
+    def apply(self, paths: Iterable[str | os.PathLike]) -> None:
+        """Re-read these paths (files or directories; created, changed, deleted or renamed — pass both
+        names of a rename) and update only their records. Blocking and thread-safe: run it in a worker
+        thread from asyncio. Returns once these paths are applied (possibly by a concurrent call)."""
+        with self._pending_lock:
+            self._pending.update(normalize(p) for p in paths)
+        with self._apply_lock:
+            with self._pending_lock:
+                batch, self._pending = self._pending, set()
+            if not batch:
+                return
+            targets = self._expand(batch)
+            if targets:
+                self._run(sorted(targets), None, None, report_vanished=False)
+
+    def _expand(self, paths: set[str]) -> set[str]:
+        """The pool files these event paths stand for: the files themselves, every pool file under a
+        directory, and every known file under a directory that is gone."""
+        roots = self._roots
+        targets: set[str] = set()
+        with self._lock:
+            known = self._files
+            for path in paths:
+                if path in known or roots.is_pool_file(path):
+                    targets.add(path)
+                    continue
+                if not roots.is_visible(path):
+                    continue
+                if os.path.isdir(path):
+                    targets.update(item.path for item in roots.walk(top=path))
+                prefix = path.rstrip(os.sep) + os.sep
+                for directory, files in self._by_dir.items():
+                    if directory == path or directory.startswith(prefix):
+                        targets.update(files)
+        return targets
+
+    def _run(self, paths: list[str], sizes: dict[str, int] | None, progress: Progress | None,
+             report_vanished: bool) -> None:
+        total = sum(sizes.values()) if sizes else 0
+        done = 0
+        step = max(total // 100, 1)
+        next_report = 0
+        if progress is not None:
+            progress(0, total)
+
+        def streamed(read: int) -> None:  # progress inside one big .jsonl file
+            nonlocal next_report
+            if progress is not None and done + read >= next_report:
+                next_report = done + read + step
+                progress(min(done + read, total), total)
+
+        batch: dict[str, FileLoad | None] = {}
+        batch_records = 0
+        for path in paths:
+            if self._roots.is_pool_file(path) and os.path.lexists(path) and self._inside(path):
+                size = sizes.get(path, 0) if sizes else 0
+                load = load_file(path, progress=streamed if size > step else None, **self._limits)
+                if not load.exists:
+                    load = self._vanished(load) if report_vanished else None
+            else:
+                load = None
+            batch[path] = load
+            batch_records += len(load.records) if load is not None else 0
+            if sizes:
+                done += sizes.get(path, 0)
+                if progress is not None and done >= next_report:
+                    next_report = done + step
+                    progress(min(done, total), total)
+            if batch_records >= self.batch_records or len(batch) >= self.batch_files:
+                self._commit(batch)
+                batch, batch_records = {}, 0
+        if batch:
+            self._commit(batch)
+        if progress is not None and next_report <= total:
+            progress(total, total)
+
+    def _inside(self, path: str) -> bool:
+        """A symlinked record file is read only when its target is inside the roots."""
+        if not os.path.islink(path) or self._roots.inside(os.path.realpath(path)):
+            return True
+        with self._lock:
+            self._extra[path] = [Problem(path, 0, "", "symlink to outside the pool roots; not followed",
+                                         "warning", "symlink")]
+        return False
+
+    def _vanished(self, load: FileLoad) -> None:
+        with self._lock:
+            self._extra.setdefault(load.path, []).extend(load.problems)
+        return None
+
+    # -- committing ---------------------------------------------------------------------------
+
+    def _commit(self, batch: dict[str, FileLoad | None]) -> None:
+        """Swap these files' records in, as one index update; resolve duplicate ids again."""
+        with self._lock:
+            affected: set[str] = set()
+            changed = set(batch)
+            for path, load in batch.items():
+                if load is not None or not os.path.islink(path):
+                    self._extra.pop(path, None)
+                old = self._files.pop(path, None)
+                if old is not None:
+                    directory = os.path.dirname(path)
+                    siblings = self._by_dir.get(directory)
+                    if siblings is not None:
+                        siblings.discard(path)
+                        if not siblings:
+                            del self._by_dir[directory]
+                    for ordinal, record in enumerate(old.records):
+                        self._claims[record.id].remove((path, ordinal))
+                        affected.add(record.id)
+                if load is not None:
+                    self._files[path] = load
+                    self._by_dir.setdefault(os.path.dirname(path), set()).add(path)
+                    for ordinal, record in enumerate(load.records):
+                        bisect.insort(self._claims.setdefault(record.id, []), (path, ordinal))
+                        affected.add(record.id)
+            add: list[Record] = []
+            remove: list[str] = []
+            for record_id in affected:
+                old_dups = self._dups.pop(record_id, None)
+                if old_dups:
+                    changed.update(p.path for p in old_dups)
+                claims = self._claims.get(record_id)
+                visible = self._visible.get(record_id)
+                if not claims:
+                    self._claims.pop(record_id, None)
+                    if visible is not None:
+                        del self._visible[record_id]
+                        remove.append(record_id)
+                    continue
+                path, ordinal = claims[0]
+                winner = self._files[path].records[ordinal]
+                if winner is not visible:
+                    self._visible[record_id] = winner
+                    add.append(winner)
+                if len(claims) > 1:
+                    where = f"{path}:{winner.source.line + 1}"
+                    dups = []
+                    for other_path, other in claims[1:]:
+                        line = self._files[other_path].records[other].source.line
+                        dups.append(Problem(other_path, line, "id", f"duplicate id {record_id!r}, already "
+                                            f"defined at {where}; this record is ignored", "error", "duplicate"))
+                        changed.add(other_path)
+                    self._dups[record_id] = dups
+            if self.index is not None and (add or remove):
+                self.index.update(add=add, remove=remove)
+            self.version += 1
+            change = PoolChange(tuple(sorted(changed)), tuple(sorted(r.id for r in add)), tuple(sorted(remove)),
+                                self.version)
+        for callback in list(self._subscribers):
+            try:
+                callback(change)
+            except Exception:  # noqa: BLE001 - a subscriber must not break the pool
+                log.exception("pool subscriber %r failed", callback)

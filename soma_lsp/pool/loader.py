@@ -1,0 +1,389 @@
+"""Reading one pool file into records and problems (SPEC 1.1, 1.4).
+
+`load_file(path)` never raises: whatever is wrong with the file or with one of its records becomes a
+`Problem`, and every valid record around it still loads. Decoding is as fast as the formats allow:
+orjson for JSON (the stdlib `json` only as a fallback for what orjson refuses: `NaN`/`Infinity`
+literals, huge integers), PyYAML's libyaml `CSafeLoader` when available (safe loaders only). Each record
+carries its `Source(path, line)` with a 0-based line: the line number in `.jsonl`, the line where each
+element of a `.json` array (or the object) starts, the node's start line in YAML.
+
+Limits (documented in docs/architecture.md): a `.json` file is read whole and refused above
+`MAX_JSON_BYTES` (64 MiB), a YAML file above `MAX_YAML_BYTES` (16 MiB, YAML decodes ~20x slower);
+`.jsonl` is streamed line by line (one line at most `MAX_JSON_BYTES`). JSON and YAML nested deeper
+than ~1000 levels is refused; a YAML document whose aliases expand past `YAML_EXPANSION_LIMIT` nodes
+(a "billion laughs" alias bomb) or refer to themselves is refused.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import yaml
+
+from ..records import Record, RecordError, Source, parse_record
+from .problems import Problem
+
+MiB = 1 << 20
+MAX_JSON_BYTES = 64 * MiB
+MAX_YAML_BYTES = 16 * MiB
+YAML_EXPANSION_LIMIT = 1_000_000  # nodes a document may expand to through aliases (or 10x its own size)
+PROGRESS_BYTES = 4 * MiB
+BOM = b"\xef\xbb\xbf"
+
+SUFFIXES = {".json": "json", ".jsonl": "jsonl", ".yaml": "yaml", ".yml": "yaml"}
+
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_WS = re.compile(r"[ \t\n\r]*")
+_JSON_DECODER = json.JSONDecoder()
+
+
+@dataclass(slots=True)
+class FileLoad:
+    """What one file holds: its valid records in line order, and its problems."""
+
+    path: str
+    records: list[Record] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    exists: bool = True
+    size: int = 0
+
+
+def file_format(path: str) -> str | None:
+    """`json`, `jsonl` or `yaml` for a pool file name, None for anything else."""
+    return SUFFIXES.get(os.path.splitext(path)[1].lower())
+
+
+def load_file(path: str | os.PathLike, *, max_json_bytes: int = MAX_JSON_BYTES,
+              max_yaml_bytes: int = MAX_YAML_BYTES, progress: Callable[[int], None] | None = None) -> FileLoad:
+    """Read one pool file; never raises (a problem of kind `vanished` if it does not exist).
+    `progress(bytes_read)` is called now and then while a `.jsonl` file streams in."""
+    path = os.fspath(path)
+    out = FileLoad(path)
+    fmt = file_format(path) or "json"
+    try:
+        with open(path, "rb") as f:
+            size = out.size = os.fstat(f.fileno()).st_size
+            if fmt == "jsonl":
+                _load_jsonl(f, out, max_json_bytes, progress)
+                return out
+            limit = max_yaml_bytes if fmt == "yaml" else max_json_bytes
+            if size > limit:
+                out.problems.append(_too_large(path, size, limit, fmt))
+                return out
+            data = f.read(limit + 1)  # bounded even if the file grew since fstat
+            if len(data) > limit:
+                out.problems.append(_too_large(path, len(data), limit, fmt))
+                return out
+    except OSError as error:
+        out.exists = not isinstance(error, FileNotFoundError)
+        out.problems.append(_os_problem(path, error))
+        return out
+    except Exception as error:  # noqa: BLE001 - a loader must not take the server down
+        out.problems.append(Problem(path, 0, "", f"could not read the file: {error!r}", "error", "unreadable"))
+        return out
+    try:
+        if fmt == "yaml":
+            _load_yaml(data, out)
+        else:
+            _load_json(data, out)
+    except Exception as error:  # noqa: BLE001
+        out.problems.append(Problem(path, 0, "", f"could not load the file: {error!r}", "error", "unreadable"))
+    return out
+
+
+# -- errors --------------------------------------------------------------------------------------
+
+def _too_large(path: str, size: int, limit: int, fmt: str) -> Problem:
+    hint = "split it into several files, or use .jsonl (streamed line by line)" if fmt == "json" \
+        else "split it into several files"
+    return Problem(path, 0, "", f"file is {size / MiB:.1f} MiB, over the {limit // MiB} MiB limit for one "
+                                f".{fmt} file; not loaded ({hint})", "error", "too-large")
+
+
+def _os_problem(path: str, error: OSError) -> Problem:
+    if isinstance(error, FileNotFoundError):
+        return Problem(path, 0, "", "file vanished before it could be read (deleted or renamed)", "warning",
+                       "vanished")
+    if error.errno == errno.ELOOP:
+        return Problem(path, 0, "", "symlink loop; not loaded", "error", "symlink")
+    if isinstance(error, PermissionError):
+        return Problem(path, 0, "", "permission denied; not loaded", "error", "unreadable")
+    if isinstance(error, IsADirectoryError):
+        return Problem(path, 0, "", "is a directory, not a record file", "error", "unreadable")
+    return Problem(path, 0, "", f"cannot read: {error.strerror or error}", "error", "unreadable")
+
+
+def _utf8_problem(path: str, data: bytes, error: UnicodeDecodeError, base_line: int = 0) -> Problem:
+    line = base_line + data.count(b"\n", 0, error.start)
+    column = error.start - (data.rfind(b"\n", 0, error.start) + 1)
+    return Problem(path, line, "", f"invalid UTF-8 (byte 0x{data[error.start]:02x} at column {column + 1}); "
+                                   "pool files must be UTF-8", "error", "utf-8")
+
+
+def _json_problem(path: str, error: Exception, base_line: int = 0) -> Problem:
+    if isinstance(error, RecursionError):
+        return Problem(path, base_line, "", "JSON nested too deeply (limit ~1000 levels); not loaded", "error",
+                       "too-deep")
+    if isinstance(error, json.JSONDecodeError):
+        return Problem(path, base_line + error.lineno - 1, "",
+                       f"invalid JSON: {error.msg} (column {error.colno})", "error", "json")
+    return Problem(path, base_line, "", f"invalid JSON: {error}", "error", "json")
+
+
+# -- records -------------------------------------------------------------------------------------
+
+def _add_record(out: FileLoad, value: Any, line: int) -> None:
+    try:
+        record = parse_record(value, source=Source(out.path, line))
+    except RecordError as error:
+        out.problems.append(Problem(out.path, line, error.field, error.problem, "error", "validation"))
+        return
+    except RecursionError:
+        out.problems.append(Problem(out.path, line, "", "record nested too deeply", "error", "too-deep"))
+        return
+    except Exception as error:  # noqa: BLE001
+        out.problems.append(Problem(out.path, line, "", f"invalid record: {error!r}", "error", "validation"))
+        return
+    out.records.append(record)
+    for warning in record.warnings:
+        name, sep, message = warning.partition(": ")
+        kind = "status" if name == "status" else "validation"
+        out.problems.append(Problem(out.path, line, name if sep else "", message if sep else warning,
+                                    "warning", kind))
+
+
+def _not_a_record(out: FileLoad, value: Any, line: int, what: str) -> None:
+    kind = {dict: "an object", list: "a list", str: "a string", type(None): "null", bool: "a boolean",
+            int: "a number", float: "a number"}.get(type(value), type(value).__name__)
+    out.problems.append(Problem(out.path, line, "", f"expected {what}, got {kind}", "error", "not-records"))
+
+
+# -- JSON ----------------------------------------------------------------------------------------
+
+def _decode_json(data: bytes | str) -> Any:
+    """orjson, falling back to the stdlib for what orjson refuses but SPEC 1.2 allows (NaN, Infinity)."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as error:
+        if "recursion limit" in str(error):
+            raise RecursionError(str(error)) from None
+        return json.loads(data)  # raises the stdlib's error (with line/column) if really invalid
+
+
+def _load_json(data: bytes, out: FileLoad) -> None:
+    if data.startswith(BOM):
+        data = data[len(BOM):]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        out.problems.append(_utf8_problem(out.path, data, error))
+        return
+    start = _WS.match(text).end()
+    if start == len(text):
+        out.problems.append(Problem(out.path, 0, "", "empty file: expected a record or an array of records",
+                                    "warning", "not-records"))
+        return
+    first_line = text.count("\n", 0, start)
+    if text[start] == "[":
+        _load_json_array(text, start, first_line, out)
+        return
+    try:
+        value = _decode_json(data)
+    except (ValueError, RecursionError) as error:
+        out.problems.append(_json_problem(out.path, error))
+        return
+    if isinstance(value, dict):
+        _add_record(out, value, first_line)
+    else:
+        _not_a_record(out, value, first_line, "a record (an object) or an array of records")
+
+
+def _load_json_array(text: str, start: int, line: int, out: FileLoad) -> None:
+    """Decode element by element with the stdlib's C scanner, so each element's start line is known and
+    the elements before a syntax error (a truncated file) still load."""
+    scan = _JSON_DECODER.scan_once
+    ws = _WS.match
+    position = ws(text, start + 1).end()
+    line += text.count("\n", start, position)
+    if text.startswith("]", position):
+        return _json_trailer(text, position + 1, out)
+    while True:
+        try:
+            value, end = scan(text, position)
+        except StopIteration as stop:
+            at = stop.value
+            error = json.JSONDecodeError("Expecting value", text, at)
+            out.problems.append(_json_problem(out.path, error))
+            return
+        except (ValueError, RecursionError) as error:
+            out.problems.append(_json_problem(out.path, error, 0 if isinstance(error, ValueError) else line))
+            return
+        if isinstance(value, dict):
+            _add_record(out, value, line)
+        else:
+            _not_a_record(out, value, line, "each element of the array to be a record (an object)")
+        position = ws(text, end).end()
+        if text.startswith(",", position):
+            following = ws(text, position + 1).end()
+            line += text.count("\n", end, following)
+            position = following
+            continue
+        if text.startswith("]", position):
+            return _json_trailer(text, position + 1, out)
+        what = "end of file" if position >= len(text) else repr(text[position])
+        error = json.JSONDecodeError(f"Expecting ',' or ']' after an array element, got {what}", text, position)
+        out.problems.append(_json_problem(out.path, error))
+        return
+
+
+def _json_trailer(text: str, position: int, out: FileLoad) -> None:
+    rest = _WS.match(text, position).end()
+    if rest < len(text):
+        out.problems.append(_json_problem(out.path, json.JSONDecodeError("Extra data", text, rest)))
+
+
+def _load_jsonl(f, out: FileLoad, max_line: int, progress: Callable[[int], None] | None) -> None:
+    """One record per non-empty line, streamed; a bad line is reported and the next one still loads."""
+    path = out.path
+    readline = f.readline
+    number = -1
+    done = reported = 0
+    while True:
+        raw = readline(max_line + 1)
+        if not raw:
+            if progress is not None:
+                progress(done)
+            return
+        number += 1
+        if progress is not None:
+            done += len(raw)
+            if done - reported >= PROGRESS_BYTES:
+                reported = done
+                progress(done)
+        if len(raw) > max_line and not raw.endswith(b"\n"):
+            out.problems.append(Problem(path, number, "", f"line longer than {max_line // MiB} MiB; skipped",
+                                        "error", "too-large"))
+            while raw and not raw.endswith(b"\n"):
+                raw = readline(MiB)
+            continue
+        if number == 0 and raw.startswith(BOM):
+            raw = raw[len(BOM):]
+        if raw.isspace() or not raw:
+            continue
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            try:
+                value = _decode_json(raw.decode("utf-8"))
+            except UnicodeDecodeError as error:
+                out.problems.append(_utf8_problem(path, raw, error, number))
+                continue
+            except (ValueError, RecursionError) as error:
+                out.problems.append(_json_problem(path, error, number))
+                continue
+        if isinstance(value, dict):
+            _add_record(out, value, number)
+        else:
+            _not_a_record(out, value, number, "one record (an object) per line")
+
+
+# -- YAML ----------------------------------------------------------------------------------------
+
+class _AliasBomb(Exception):
+    pass
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Refuse a node graph that expands too far through aliases, or refers to itself (iterative, memoised
+    by node: cost proportional to the distinct nodes)."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    distinct = 0
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = node.value
+        else:
+            children = ()
+        if done:
+            open_nodes.discard(key)
+            size = 1 + sum(sizes[id(child)] for child in children)
+            sizes[key] = size
+            if size > max(YAML_EXPANSION_LIMIT, 10 * distinct):
+                raise _AliasBomb(f"aliases expand this document to more than {size:,} nodes (alias bomb?); "
+                                 "not loaded")
+            continue
+        if key in sizes:
+            continue
+        if key in open_nodes:
+            raise _AliasBomb("an alias refers to a node that contains it (recursive structure); not loaded")
+        distinct += 1
+        open_nodes.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in children)
+
+
+def _load_yaml(data: bytes, out: FileLoad) -> None:
+    path = out.path
+    if data.startswith(BOM):
+        data = data[len(BOM):]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        out.problems.append(_utf8_problem(path, data, error))
+        return
+    may_alias = "&" in text  # no anchor, no alias: skip the expansion check
+    loader = _YAML_LOADER(text)
+    try:
+        while True:
+            try:
+                if not loader.check_node():
+                    return
+                node = loader.get_node()
+                if node is None:
+                    continue
+                if may_alias:
+                    _check_expansion(node)
+                value = loader.construct_document(node)
+            except yaml.MarkedYAMLError as error:
+                mark = error.problem_mark or error.context_mark
+                detail = error.problem or "syntax error"
+                if error.context:
+                    detail = f"{detail} ({error.context})"
+                out.problems.append(Problem(path, mark.line if mark else 0, "", f"invalid YAML: {detail}",
+                                            "error", "yaml"))
+                return
+            except _AliasBomb as error:
+                out.problems.append(Problem(path, node.start_mark.line, "", str(error), "error", "alias-bomb"))
+                return
+            except RecursionError:
+                out.problems.append(Problem(path, 0, "", "YAML nested too deeply; not loaded", "error",
+                                            "too-deep"))
+                return
+            except yaml.YAMLError as error:
+                out.problems.append(Problem(path, 0, "", f"invalid YAML: {error}", "error", "yaml"))
+                return
+            if isinstance(value, dict):
+                _add_record(out, value, node.start_mark.line)
+            elif isinstance(value, list):
+                for item, item_node in zip(value, node.value):
+                    line = item_node.start_mark.line
+                    if isinstance(item, dict):
+                        _add_record(out, item, line)
+                    else:
+                        _not_a_record(out, item, line, "each item of the list to be a record (a mapping)")
+            elif value is not None:
+                _not_a_record(out, value, node.start_mark.line, "a record (a mapping) or a list of records")
+    finally:
+        loader.dispose()

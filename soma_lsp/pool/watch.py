@@ -1,0 +1,123 @@
+"""The server's own watcher over the pool roots (for clients that cannot watch, and pools outside the
+workspace): `watchfiles` (Rust `notify`) in a background thread, debounced, feeding `LivePool.apply`."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+
+import watchfiles
+from watchfiles.main import RustNotify  # documented: watchfiles' Rust backend
+
+from .discover import Roots
+from .live import LivePool
+from .loader import SUFFIXES
+
+log = logging.getLogger(__name__)
+
+
+class PoolWatcher:
+    """Watch a pool's roots and apply each debounced burst of changes.
+
+    `start()` returns once the watch is armed (events after it are seen); `stop()` stops and joins the
+    thread (within about `step_ms`). Roots that do not exist yet are checked for every `rescan_ms`; when
+    one appears, it is loaded and watched. Errors in `apply` are logged (or passed to `on_error`) and the
+    watcher keeps going.
+    """
+
+    def __init__(self, pool: LivePool, *, debounce_ms: int = 50, step_ms: int = 20, rescan_ms: int = 1000,
+                 on_error: Callable[[BaseException], None] | None = None) -> None:
+        self.pool = pool
+        self.debounce_ms = debounce_ms
+        self.step_ms = step_ms
+        self.rescan_ms = rescan_ms
+        self.on_error = on_error
+        self._roots = Roots(pool.roots)
+        self._stop = threading.Event()
+        self._armed = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self, timeout: float = 10.0) -> "PoolWatcher":
+        if self.running:
+            return self
+        self._stop.clear()
+        self._armed.clear()
+        self._thread = threading.Thread(target=self._run, name="soma-pool-watcher", daemon=True)
+        self._thread.start()
+        self._armed.wait(timeout)
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    def __enter__(self) -> "PoolWatcher":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _filter(self, change: watchfiles.Change, path: str) -> bool:
+        if not self._roots.is_visible(path):
+            return False
+        suffix = os.path.splitext(path)[1].lower()
+        return suffix in SUFFIXES or not os.path.isfile(path)  # directories (and what is gone) count
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                present = [root for root in self._roots.paths if os.path.isdir(root)]
+                missing = len(present) < len(self._roots.paths)
+                if not present:
+                    self._armed.set()
+                    if self._stop.wait(self.rescan_ms / 1000):
+                        return
+                    continue
+                try:
+                    self._watch(present, missing)
+                except Exception as error:  # noqa: BLE001 - keep watching
+                    self._report(error)
+                    if self._stop.wait(self.rescan_ms / 1000):
+                        return
+        finally:
+            self._armed.set()
+
+    def _watch(self, present: list[str], missing: bool) -> None:
+        """One armed watch over the roots that exist (watchfiles' documented Rust backend, so that
+        `start()` can return once the watch is really in place)."""
+        with RustNotify(present, False, False, 300, True, True) as notify:
+            self._armed.set()
+            while True:
+                raw = notify.watch(self.debounce_ms, self.step_ms, self.rescan_ms if missing else 0, self._stop)
+                if raw in ("stop", "signal"):
+                    self._stop.set()
+                    return
+                if raw != "timeout":
+                    paths = {path for change, path in raw if self._filter(watchfiles.Change(change), path)}
+                    if paths:
+                        self._apply(paths)
+                if missing:
+                    appeared = [r for r in self._roots.paths if r not in present and os.path.isdir(r)]
+                    if appeared:
+                        self._apply(set(appeared))
+                        return  # re-arm the watch with the new roots
+
+    def _apply(self, paths: set[str]) -> None:
+        try:
+            self.pool.apply(paths)
+        except Exception as error:  # noqa: BLE001
+            self._report(error)
+
+    def _report(self, error: BaseException) -> None:
+        if self.on_error is not None:
+            self.on_error(error)
+        else:
+            log.exception("pool watcher: %s", error, exc_info=error)
