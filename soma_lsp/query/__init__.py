@@ -1,0 +1,191 @@
+"""The query builder: open document + position → what to ask the retrieval core (SPEC 3).
+
+Pure: no I/O, no pygls/lsprotocol. Positions are LSP's: 0-based ``(line, character)`` with
+characters counted in **UTF-16 code units** (``soma_lsp.query.positions`` converts to and from
+code-point offsets: ``position_to_index`` / ``index_to_position``). Out-of-range positions are
+clamped; nothing here raises on any text or position.
+
+Scopes (``scope=``):
+
+* ``"hover"`` — the innermost definition (function, method, class) enclosing the cursor, plus the
+  word under it (``BuiltQuery.word``). Outside any definition ``scope`` is None and the text is
+  the top-level statement under the cursor (the line, when the file does not parse cleanly).
+* ``"lens"`` — the definition whose name is on the position's line (else the innermost one
+  enclosing it); with none, the whole file (a file-level lens).
+* ``"find"`` — the selection (``scope`` is then the innermost definition containing it, for ties),
+  else the definition enclosing ``position``, else the whole file.
+* ``"file"`` — the whole file.
+
+``BuiltQuery.text`` holds the distinct identifiers of the scope's code (noise removed, see
+``identifiers``), then the distinct words of its comments and docstrings (stop words removed),
+including a comment block directly above a definition. Other string literals are not part of
+it. ``architecture`` is the scope's component bag (see ``architecture``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .architecture import bag_of, config_selection_bag
+from .definitions import Definition, encloses, find_definition, innermost, related
+from .document import clear_cache, parse
+from .identifiers import STOP_WORDS, code_noise, identifiers, is_noise_identifier, prose_words, word_at
+from .languages import CONFIG_LANGUAGES, language_for_path
+from .positions import (LineIndex, Position, Range, index_to_position, index_to_utf16,
+                        position_to_index, utf16_len, utf16_to_index)
+
+Scope = Literal["hover", "lens", "find", "file"]
+Basis = Literal["definition", "selection", "statement", "line", "file"]
+
+
+@dataclass(frozen=True)
+class BuiltQuery:
+    """What to rank against. ``scope`` is the Definition the query is about (None: no definition —
+    the whole file, or a statement/selection outside any); ``basis`` says which text was used and
+    ``range`` where it lies (LSP positions)."""
+
+    text: str
+    architecture: dict[str, float] = field(default_factory=dict)
+    scope: Definition | None = None
+    word: str | None = None
+    basis: Basis = "file"
+    range: Range = ((0, 0), (0, 0))
+    language: str = "text"
+
+
+def definitions(source: str, path: str) -> list[Definition]:
+    """The file's definitions in source order (outer before inner)."""
+    try:
+        return list(parse(source, path).defs)
+    except Exception:  # never let a query break a feature
+        return []
+
+
+def architecture_bag(source: str, path: str) -> dict[str, float]:
+    """The whole file's component bag (Python instantiations, or config components)."""
+    try:
+        doc = parse(source, path)
+        if doc.arch is not None:
+            return bag_of(doc.calls)
+        if doc.lang in CONFIG_LANGUAGES:
+            return doc.config_bag()
+    except Exception:
+        pass
+    return {}
+
+
+def _word(doc, position: Position) -> str | None:
+    line_no, character = position
+    if not 0 <= line_no < len(doc.index.lines):
+        return None
+    line = doc.index.lines[line_no]
+    span = word_at(line, utf16_to_index(line, character))
+    if span is None:
+        return None
+    w = line[span[0]:span[1]]
+    if w.isdigit() or is_noise_identifier(w, code_noise(doc.lang)):
+        return None
+    return w
+
+
+def _leading_comments(doc, start: int) -> int:
+    """Offset of a comment block directly above the line holding ``start`` (no blank line in
+    between), else ``start``."""
+    markers = doc.comment_markers
+    if not markers:
+        return start
+    row, _ = doc.index.position(start)
+    first = row
+    while first > 0 and doc.index.lines[first - 1].lstrip().startswith(markers):
+        first -= 1
+    return doc.index.starts[first] if first < row else start
+
+
+def _text(doc, start: int, end: int, text_start: int | None = None) -> str:
+    ts = start if text_start is None else text_start
+    if doc.lang in CONFIG_LANGUAGES or doc.lang == "text" or doc.arch is None and not doc.prose \
+            and doc.masked is doc.source:
+        noise = code_noise(doc.lang) | STOP_WORDS
+        words = [w for w in identifiers(doc.source[ts:end], noise) if w.lower() not in STOP_WORDS]
+    else:
+        words = identifiers(doc.masked[ts:end], code_noise(doc.lang))
+        for ps, pe in doc.prose:
+            if pe <= ts:
+                continue
+            if ps >= end:
+                break
+            words.extend(prose_words(doc.source[max(ps, ts):min(pe, end)]))
+    return " ".join(dict.fromkeys(words))
+
+
+def _bag(doc, start: int, end: int, whole: bool) -> dict[str, float]:
+    if doc.arch is not None:
+        return bag_of(doc.calls, start, end)
+    if doc.lang in CONFIG_LANGUAGES:
+        return doc.config_bag() if whole else config_selection_bag(doc.source[start:end], doc.lang)
+    return {}
+
+
+def build_query(
+    source: str,
+    path: str,
+    *,
+    position: Position | None = None,
+    selection: Range | None = None,
+    scope: Scope = "find",
+) -> BuiltQuery:
+    """Build the query for a document, a position and a scope (see the module docstring)."""
+    doc = parse(source, path)
+    index = doc.index
+    n = len(source)
+    pos = None
+    if position is not None:
+        pos = index.position(index.offset(tuple(position)))  # clamped
+    word = _word(doc, pos) if pos is not None else None
+
+    start, end, text_start, scope_def, basis = 0, n, None, None, "file"
+    sel = None
+    if selection is not None and scope in ("find", "hover"):
+        a, b = index.offset(tuple(selection[0])), index.offset(tuple(selection[1]))
+        if a != b:
+            sel = (min(a, b), max(a, b))
+    if scope == "find" and sel is not None:
+        start, end = sel
+        basis = "selection"
+        s_pos, e_pos = index.position(start), index.position(end)
+        cands = [d for d in doc.defs if d.contains(s_pos) and d.contains(e_pos)]
+        scope_def = max(cands, key=lambda d: d.range[0]) if cands else None
+    elif scope in ("hover", "lens", "find") and pos is not None:
+        d = None
+        if scope == "lens":
+            on_line = [x for x in doc.defs if x.name_range[0][0] == pos[0]]
+            d = on_line[-1] if on_line else None
+        if d is None:
+            d = innermost(doc.defs, pos)
+        if d is not None:
+            scope_def, basis = d, "definition"
+            start, end = d.offsets
+            text_start = _leading_comments(doc, start)
+        elif scope == "hover":
+            off = index.offset(pos)
+            stmt = next(((s, e) for s, e in doc.statements if s <= off <= e), None)
+            if stmt is not None:
+                (start, end), basis = stmt, "statement"
+            else:
+                row = pos[0]
+                start = index.starts[row] if row < len(index.starts) else n
+                end = start + len(index.lines[row]) if row < len(index.lines) else n
+                basis = "line"
+    text = _text(doc, start, end, text_start)
+    arch = _bag(doc, start, end, whole=basis == "file")
+    return BuiltQuery(text, arch, scope_def, word, basis,
+                      (index.position(start), index.position(end)), doc.lang)
+
+
+__all__ = [
+    "BuiltQuery", "Definition", "build_query", "definitions", "architecture_bag",
+    "find_definition", "encloses", "related", "innermost", "language_for_path", "LineIndex",
+    "position_to_index", "index_to_position", "utf16_len", "utf16_to_index", "index_to_utf16",
+    "clear_cache",
+]

@@ -1,0 +1,114 @@
+"""Positions as LSP counts them: 0-based (line, character), characters in UTF-16 code units.
+
+Python strings index code points and tree-sitter reports (row, byte column) in UTF-8, so every
+position crossing a layer boundary goes through here. Lines are split at ``\\n`` only (a ``\\r``
+before it belongs to the line's text and is never counted as a character of content anyone points
+at); this matches tree-sitter's rows. Out-of-range positions are clamped, never an error.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+
+Position = tuple[int, int]
+Range = tuple[Position, Position]
+
+
+def utf16_len(text: str) -> int:
+    """Length of ``text`` in UTF-16 code units (astral characters count 2)."""
+    if text.isascii():
+        return len(text)
+    return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
+
+
+def utf16_to_index(line: str, character: int) -> int:
+    """Code-point index in ``line`` for a UTF-16 column; clamped to [0, len(line)]. A column that
+    falls inside a surrogate pair rounds down to the start of that character."""
+    if character <= 0:
+        return 0
+    if line.isascii():
+        return min(character, len(line))
+    units = 0
+    for i, c in enumerate(line):
+        units += 2 if ord(c) > 0xFFFF else 1
+        if units > character:
+            return i
+        if units == character:
+            return i + 1
+    return len(line)
+
+
+def index_to_utf16(line: str, index: int) -> int:
+    """UTF-16 column of code-point ``index`` in ``line`` (clamped)."""
+    index = max(0, min(index, len(line)))
+    return index if line.isascii() else utf16_len(line[:index])
+
+
+class LineIndex:
+    """Converts between code-point offsets into ``source``, LSP positions and tree-sitter points."""
+
+    __slots__ = ("source", "lines", "starts", "ascii", "_byte_starts")
+
+    def __init__(self, source: str):
+        self.source = source
+        self.lines = source.split("\n")
+        starts = [0]
+        total = 0
+        for line in self.lines[:-1]:
+            total += len(line) + 1
+            starts.append(total)
+        self.starts = starts
+        self.ascii = source.isascii()
+        self._byte_starts: list[int] | None = None
+
+    def offset(self, position: Position) -> int:
+        """Code-point offset of an LSP position (clamped into the text)."""
+        line, character = position
+        if line < 0:
+            return 0
+        if line >= len(self.lines):
+            return len(self.source)
+        return self.starts[line] + utf16_to_index(self.lines[line], character)
+
+    def position(self, offset: int) -> Position:
+        """LSP position of a code-point offset (clamped into the text)."""
+        offset = max(0, min(offset, len(self.source)))
+        row = bisect_right(self.starts, offset) - 1
+        return (row, index_to_utf16(self.lines[row], offset - self.starts[row]))
+
+    def point_offset(self, row: int, byte_column: int) -> int:
+        """Code-point offset of a tree-sitter point (row, UTF-8 byte column)."""
+        if row >= len(self.lines):
+            return len(self.source)
+        line = self.lines[row]
+        if self.ascii or line.isascii():
+            return self.starts[row] + min(byte_column, len(line))
+        prefix = line.encode("utf-8", "surrogatepass")[:byte_column]
+        return self.starts[row] + len(prefix.decode("utf-8", "ignore"))
+
+    def byte_offset(self, byte: int) -> int:
+        """Code-point offset of a UTF-8 byte offset into the source (tree-sitter's start_byte)."""
+        if self.ascii:
+            return min(byte, len(self.source))
+        if self._byte_starts is None:
+            starts, total = [0], 0
+            for line in self.lines[:-1]:
+                total += (len(line) if line.isascii() else len(line.encode("utf-8", "surrogatepass"))) + 1
+                starts.append(total)
+            self._byte_starts = starts
+        row = bisect_right(self._byte_starts, byte) - 1
+        return self.point_offset(row, byte - self._byte_starts[row])
+
+    def point_position(self, row: int, byte_column: int) -> Position:
+        """LSP position of a tree-sitter point."""
+        return self.position(self.point_offset(row, byte_column))
+
+
+def position_to_index(source: str, position: Position) -> int:
+    """Code-point offset in ``source`` of an LSP (line, UTF-16 character) position."""
+    return LineIndex(source).offset(position)
+
+
+def index_to_position(source: str, index: int) -> Position:
+    """LSP (line, UTF-16 character) position of a code-point offset in ``source``."""
+    return LineIndex(source).position(index)
