@@ -144,8 +144,8 @@ def parse_record(mapping: Any, *, source: Source | None = None) -> Record:
         id=_required_text(mapping, "id"),
         name=_required_text(mapping, "name"),
         status=_status(mapping.get("status"), warnings),
-        created_at=_timestamp(mapping.get("created_at"), "created_at"),
-        finished_at=_timestamp(mapping.get("finished_at"), "finished_at"),
+        created_at=parse_timestamp(mapping.get("created_at"), "created_at"),
+        finished_at=parse_timestamp(mapping.get("finished_at"), "finished_at"),
         headline=headline,
         details=details,
         notes=_optional_text(mapping.get("notes"), "notes"),
@@ -200,7 +200,7 @@ def _status(value: Any, warnings: list[str]) -> Status:
     return status
 
 
-def _timestamp(value: Any, path: str) -> datetime | None:
+def parse_timestamp(value: Any, path: str = "timestamp") -> datetime | None:
     """RFC 3339 (or ISO 8601) text, or a YAML timestamp; without a zone it is UTC."""
     if value is None:
         return None

@@ -11,11 +11,14 @@ One lock makes `update` atomic for queries: a query sees the pool before or afte
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import count, filterfalse
 
 import numpy as np
 
@@ -29,17 +32,27 @@ SEGMENT_RECORDS = 1 << 17  # bulk loads are cut into segments of this many recor
 MERGE_FANOUT = 4  # merge the newest segments once this many of similar size have piled up
 
 
+@contextmanager
+def _collector_paused():
+    """Bulk adds allocate many small acyclic objects; generational GC passes would rescan the
+    whole pool again and again (measured: 2× slower at 100k records)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def document_fields(record: Record) -> tuple[str, str, str, str]:
     return (record.name, record.headline or "", record.notes or "", record.details or "")
 
 
 def term_counts(record: Record) -> Counter:
     """The record's document as term → tf: name ×3, headline ×2, notes and details once (SPEC 2.2)."""
-    counts: Counter = Counter()
-    for text, repeats in zip(document_fields(record), FIELD_REPEATS):
-        for term in tokenize(text):
-            counts[term] += repeats
-    return counts
+    name, headline, notes, details = document_fields(record)
+    return Counter(tokenize(name) * 3 + tokenize(headline) * 2 + tokenize(notes) + tokenize(details))
 
 
 @lru_cache(maxsize=4096)
@@ -102,15 +115,14 @@ class _Postings:
 
     def add(self, slots: np.ndarray, per_record: Sequence[Mapping[str, float]]) -> None:
         vocabulary = self.vocabulary
-        keys, counts, lengths = [], [], []
+        keys: list[int] = []
+        counts: list[float] = []
+        lengths = []
         for bag in per_record:
+            vocabulary.update(zip(filterfalse(vocabulary.__contains__, bag), count(len(vocabulary))))
+            keys.extend(map(vocabulary.__getitem__, bag))
+            counts.extend(bag.values())
             lengths.append(len(bag))
-            for name, count in bag.items():
-                key = vocabulary.get(name)
-                if key is None:
-                    key = vocabulary[name] = len(vocabulary)
-                keys.append(key)
-                counts.append(count)
         if not keys:
             return
         key_array = np.asarray(keys, dtype=np.int64)
@@ -250,33 +262,26 @@ class LiveIndex:
     def _add(self, records: Sequence[Record]) -> None:
         if not records:
             return
-        slots = self._columns.grow(len(records))
-        term_bags, component_bags = [], []
-        dl, time, imp, arch_total, dead_end = [], [], [], [], []
-        for slot, record in zip(slots.tolist(), records):
-            term_bag = term_counts(record)
-            bag = T.component_bag(record.architecture)
-            term_bags.append(term_bag)
-            component_bags.append(bag)
-            self._slot_records.append(record)
-            self._slot_of[record.id] = slot
-            for tie in record.code:
-                self._ties.setdefault(tie.path, set()).add(record.id)
-            dl.append(sum(term_bag.values()))
-            time.append(T.epoch_seconds(record.time) if record.time else np.nan)
-            imp.append(T.importance(record))
-            arch_total.append(sum(bag.values()))
-            dead_end.append(T.is_dead_end(record))
-        columns = self._columns
-        columns.alive[slots] = True
-        columns.dl[slots] = dl
-        columns.time[slots] = time
-        columns.importance[slots] = imp
-        columns.arch_total[slots] = arch_total
-        columns.dead_end[slots] = dead_end
-        self._total_dl += float(sum(dl))
-        self._terms.add(slots, term_bags)
-        self._components.add(slots, component_bags)
+        with _collector_paused():
+            slots = self._columns.grow(len(records))
+            term_bags = [term_counts(r) for r in records]
+            component_bags = [T.component_bag(r.architecture) for r in records]
+            self._slot_records.extend(records)
+            self._slot_of.update(zip((r.id for r in records), slots.tolist()))
+            for record in records:
+                for tie in record.code:
+                    self._ties.setdefault(tie.path, set()).add(record.id)
+            columns = self._columns
+            dl = [bag.total() for bag in term_bags]
+            columns.alive[slots] = True
+            columns.dl[slots] = dl
+            columns.time[slots] = [T.epoch_seconds(r.time) if r.time else np.nan for r in records]
+            columns.importance[slots] = [T.importance(r) for r in records]
+            columns.arch_total[slots] = [sum(bag.values()) for bag in component_bags]
+            columns.dead_end[slots] = [T.is_dead_end(r) for r in records]
+            self._total_dl += float(sum(dl))
+            self._terms.add(slots, term_bags)
+            self._components.add(slots, component_bags)
 
     def _tidy(self) -> None:
         compact = self._dead_slots > max(1024, self._columns.size // 2)

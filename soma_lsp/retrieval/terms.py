@@ -10,6 +10,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
+from functools import lru_cache
 
 import numpy as np
 
@@ -72,6 +73,7 @@ def recency(time: datetime, now: datetime, half_life_days: float = DEFAULT_HALF_
 
 # -- structural ---------------------------------------------------------------------------------
 
+@lru_cache(maxsize=16384)
 def canonical_component(name: str) -> str:
     """What follows the last `.`, lower-cased, letters and digits only: `torch.nn.LayerNorm` → `layernorm`."""
     return _NOT_ALNUM.sub("", name.rsplit(".", 1)[-1].lower())
