@@ -1,0 +1,241 @@
+// VS Code client for soma-lsp. The server does all the work (ranking, gating, hover text, lenses,
+// diagnostics); this client starts it, forwards settings and lays out `soma.findRelatedExperiments`.
+import * as vscode from 'vscode';
+import {
+  ExecuteCommandRequest,
+  LanguageClient,
+  LanguageClientOptions,
+  RevealOutputChannelOn,
+  ServerOptions,
+  State,
+  TransportKind,
+} from 'vscode-languageclient/node';
+import { FindArgs, showRelated } from './related';
+import { resolveServerCommand } from './serverCommand';
+import { PoolStatus, StatusItem } from './status';
+
+const CLIENT_ID = 'soma'; // also makes vscode-languageclient read `soma.trace.server`
+const CLIENT_NAME = 'Soma';
+
+let output: vscode.OutputChannel;
+let status: StatusItem;
+let client: LanguageClient | undefined;
+let starting: Promise<LanguageClient | undefined> | undefined;
+let queue: Promise<unknown> = Promise.resolve();
+
+function log(msg: string): void {
+  output.appendLine(`[client ${new Date().toISOString()}] ${msg}`);
+}
+
+/** The `soma` settings as a plain object (nested like the server expects), without client-only keys
+ * and without unset (`null`) values, so the server's defaults apply. */
+function serverSettings(): Record<string, unknown> {
+  const all = JSON.parse(JSON.stringify(vscode.workspace.getConfiguration('soma'))) as Record<string, unknown>;
+  delete all.server;
+  delete all.trace;
+  const strip = (o: Record<string, unknown>) => {
+    for (const [k, v] of Object.entries(o)) {
+      if (v === null || v === undefined) delete o[k];
+      else if (typeof v === 'object' && !Array.isArray(v)) strip(v as Record<string, unknown>);
+    }
+  };
+  strip(all);
+  return all;
+}
+
+async function startClient(): Promise<LanguageClient | undefined> {
+  status.starting();
+  const cmd = await resolveServerCommand();
+  const folder = vscode.workspace.workspaceFolders?.find((f) => f.uri.scheme === 'file');
+  log(`starting the server (${cmd.origin}): ${JSON.stringify([cmd.command, ...cmd.args])}`);
+  const serverOptions: ServerOptions = {
+    command: cmd.command,
+    args: cmd.args,
+    transport: TransportKind.stdio,
+    options: {
+      cwd: folder?.uri.fsPath,
+      env: { ...process.env, PYTHONUNBUFFERED: '1' },
+    },
+  };
+  const clientOptions: LanguageClientOptions = {
+    documentSelector: [{ scheme: 'file' }],
+    synchronize: { configurationSection: 'soma' },
+    initializationOptions: () => serverSettings(),
+    outputChannel: output,
+    revealOutputChannelOn: RevealOutputChannelOn.Never, // the status bar and error messages say when to look
+  };
+  const c = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);
+  c.onDidChangeState((e) => {
+    if (e.newState === State.Stopped && client === c) status.stopped('the language server stopped');
+  });
+  try {
+    await c.start();
+  } catch (e) {
+    const msg = e instanceof Error ? e.message : String(e);
+    log(`the server did not start: ${msg}`);
+    status.stopped(`the server did not start: ${msg}`);
+    void c.dispose().catch(() => undefined);
+    void vscode.window
+      .showErrorMessage(
+        `Soma: could not start the language server ${JSON.stringify([cmd.command, ...cmd.args])}: ${msg}. ` +
+          'Install soma-lsp (pip install soma-lsp) or set "soma.server.command".',
+        'Show Output',
+        'Open Settings',
+      )
+      .then((choice) => {
+        if (choice === 'Show Output') output.show(true);
+        else if (choice === 'Open Settings')
+          void vscode.commands.executeCommand('workbench.action.openSettings', 'soma.server.command');
+      });
+    return undefined;
+  }
+  client = c;
+  c.onNotification('soma/poolStatus', (s: PoolStatus) => status.update(s));
+  c.sendRequest(ExecuteCommandRequest.type, { command: 'soma.poolStatus', arguments: [{}] }).then(
+    (s) => {
+      if (s && typeof s === 'object') status.update(s as PoolStatus);
+    },
+    (e) => log(`soma.poolStatus failed: ${e instanceof Error ? e.message : String(e)}`),
+  );
+  log('the server is running');
+  return c;
+}
+
+async function stopClient(): Promise<void> {
+  const c = client;
+  client = undefined;
+  starting = undefined;
+  if (!c) return;
+  try {
+    if (c.state !== State.Stopped) await c.stop(5000);
+  } catch (e) {
+    log(`stopping the server: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  try {
+    await c.dispose(2000);
+  } catch {
+    // already gone
+  }
+}
+
+/** Run start/stop/restart one after another, never interleaved. */
+function serialized<T>(f: () => Promise<T>): Promise<T> {
+  const p = queue.then(f, f);
+  queue = p.catch(() => undefined);
+  return p;
+}
+
+function ensureClient(): Promise<LanguageClient | undefined> {
+  if (client && client.state === State.Running) return Promise.resolve(client);
+  if (!starting) {
+    starting = serialized(async () => (client && client.state === State.Running ? client : startClient()));
+    starting.finally(() => (starting = undefined)).catch(() => undefined);
+  }
+  return starting;
+}
+
+function restart(): Promise<LanguageClient | undefined> {
+  return serialized(async () => {
+    log('restarting the server');
+    await stopClient();
+    return startClient();
+  });
+}
+
+async function executeServerCommand(command: string, arg: unknown, token?: vscode.CancellationToken): Promise<unknown> {
+  const c = await ensureClient();
+  if (!c) throw new Error('the language server is not running');
+  return c.sendRequest(ExecuteCommandRequest.type, { command, arguments: [arg] }, token);
+}
+
+function findArgsForEditor(editor: vscode.TextEditor): FindArgs {
+  const uri = editor.document.uri.toString();
+  const sel = editor.selection;
+  if (!sel.isEmpty) {
+    return {
+      uri,
+      range: {
+        start: { line: sel.start.line, character: sel.start.character },
+        end: { line: sel.end.line, character: sel.end.character },
+      },
+    };
+  }
+  return { uri, position: { line: sel.active.line, character: sel.active.character } };
+}
+
+function pick(args: FindArgs, title: string): Promise<void> {
+  const cts = new vscode.CancellationTokenSource();
+  return showRelated(
+    (a) => executeServerCommand('soma.findRelatedExperiments', a, cts.token),
+    args,
+    title,
+    () => cts.cancel(),
+  ).finally(() => cts.dispose());
+}
+
+function describe(uri: string | undefined, line?: number): string {
+  if (!uri) return 'Related experiments';
+  const name = vscode.Uri.parse(uri).path.split('/').pop();
+  return `Related experiments — ${name}${line === undefined ? '' : `:${line + 1}`}`;
+}
+
+async function findRelatedCommand(resource?: vscode.Uri): Promise<void> {
+  let editor = vscode.window.activeTextEditor;
+  if (resource instanceof vscode.Uri && editor?.document.uri.toString() !== resource.toString()) {
+    editor = vscode.window.visibleTextEditors.find((e) => e.document.uri.toString() === resource.toString());
+  }
+  if (editor && editor.document.uri.scheme === 'file') {
+    const args = findArgsForEditor(editor);
+    const line = args.range ? args.range.start.line : args.position?.line;
+    return pick(args, describe(args.uri, line));
+  }
+  const text = await vscode.window.showInputBox({
+    title: 'Soma: Find Related Experiments',
+    prompt: 'No file editor is active: describe what you are about to try',
+    placeHolder: 'e.g. rope theta 500k',
+  });
+  if (text && text.trim()) await pick({ text }, `Related experiments — “${text.trim()}”`);
+}
+
+async function showRelatedCommand(arg?: FindArgs): Promise<void> {
+  if (!arg || typeof arg !== 'object') return findRelatedCommand();
+  return pick(arg, describe(arg.uri, arg.position?.line ?? arg.range?.start.line));
+}
+
+async function reloadCommand(): Promise<void> {
+  try {
+    const answer = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Window, title: 'Soma: reloading the experiment pool' },
+      () => executeServerCommand('soma.reloadPool', {}),
+    );
+    if (answer && typeof answer === 'object' && 'records' in (answer as object)) status.update(answer as PoolStatus);
+    vscode.window.setStatusBarMessage('Soma: experiment pool reloaded', 3000);
+  } catch (e) {
+    void vscode.window.showErrorMessage(`Soma: reload failed: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  output = vscode.window.createOutputChannel(CLIENT_NAME);
+  status = new StatusItem();
+  context.subscriptions.push(
+    output,
+    status,
+    vscode.commands.registerCommand('soma.findRelated', findRelatedCommand),
+    vscode.commands.registerCommand('soma.showRelated', showRelatedCommand),
+    vscode.commands.registerCommand('soma.reload', reloadCommand),
+    vscode.commands.registerCommand('soma.restartServer', () => restart()),
+    vscode.commands.registerCommand('soma.showOutput', () => output.show(true)),
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration('soma.server.command')) {
+        log('soma.server.command changed');
+        void restart();
+      }
+    }),
+  );
+  void ensureClient();
+}
+
+export async function deactivate(): Promise<void> {
+  await serialized(stopClient);
+}

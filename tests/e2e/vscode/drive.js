@@ -1,0 +1,214 @@
+// Drives code-server (real VS Code 1.100 in a browser) with Debian's Chromium via playwright-core, for
+// tests/e2e/test_vscode.py. Reads its job from the environment, writes OUT_DIR/result.json with what it
+// saw (the pytest side asserts on it) plus screenshots; exits 0 when every step ran, 1 otherwise.
+//
+//   CS_URL        http://127.0.0.1:PORT/?folder=/abs/workspace
+//   OUT_DIR       where result.json, hover.png, find-related.png, failure.png, console.log go
+//   FILE          workspace-relative file to open, e.g. model/transformer.py
+//   SYMBOL        identifier to hover and to put the cursor in, e.g. RotaryEmbedding
+//   SYMBOL_LINE   1-based line of the SYMBOL's definition; SYMBOL_COL 1-based column of its name
+//   EXPECT_HOVER  regexp the hover must match before it is read (default: SYMBOL's expected id)
+//   EXPECT_PICK   regexp a quick-pick row must match (e.g. exp-0042)
+//   CHROMIUM      browser binary (default /usr/bin/chromium)
+const { chromium } = require('playwright-core');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+
+const env = process.env;
+const URL = env.CS_URL;
+const OUT = env.OUT_DIR || 'e2e-out';
+const FILE = env.FILE || 'model/transformer.py';
+const SYMBOL = env.SYMBOL || 'RotaryEmbedding';
+const LINE = Number(env.SYMBOL_LINE || 1);
+const COL = Number(env.SYMBOL_COL || 1);
+const EXPECT_HOVER = new RegExp(env.EXPECT_HOVER || 'exp-');
+const EXPECT_PICK = new RegExp(env.EXPECT_PICK || 'exp-');
+const LENS_RE = /related experiment/i;
+
+const t0 = Date.now();
+const log = (...a) => console.log(`[drive ${((Date.now() - t0) / 1000).toFixed(1)}s]`, ...a);
+const result = { steps: {}, errors: [] };
+const save = () => fs.writeFileSync(path.join(OUT, 'result.json'), JSON.stringify(result, null, 1));
+
+async function step(name, fn) {
+  const s = Date.now();
+  log('step', name);
+  try {
+    const value = await fn();
+    result.steps[name] = { ok: true, seconds: (Date.now() - s) / 1000, value };
+    log('  ok', JSON.stringify(value).slice(0, 300));
+    save();
+    return value;
+  } catch (e) {
+    result.steps[name] = { ok: false, seconds: (Date.now() - s) / 1000, error: String(e && e.message || e) };
+    result.errors.push(`${name}: ${e && e.message || e}`);
+    log('  FAILED', e && e.message);
+    save();
+    throw e;
+  }
+}
+
+async function palette(page, text) {
+  // F1 opens the command palette with '>' typed; replace the whole input with `text`.
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  await input.waitFor({ state: 'visible', timeout: 10000 });
+  await input.fill(text);
+  return input;
+}
+
+(async () => {
+  fs.mkdirSync(OUT, { recursive: true });
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'soma-chromium-'));
+  let ok = false;
+  let ctx;
+  let page;
+  try {
+    await step('browser', async () => {
+      ctx = await chromium.launchPersistentContext(profile, {
+        executablePath: env.CHROMIUM || '/usr/bin/chromium',
+        headless: true,
+        viewport: { width: 1400, height: 900 },
+        args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+          '--disable-background-networking', '--disable-component-update', '--disable-sync',
+          '--disable-dev-shm-usage'],
+      });
+      page = ctx.pages()[0] || await ctx.newPage();
+      page.on('console', (m) => {
+        if (m.type() === 'error' || m.type() === 'warning' || /soma/i.test(m.text()))
+          fs.appendFileSync(path.join(OUT, 'console.log'), `${m.type()}: ${m.text()}\n`);
+      });
+      return true;
+    });
+    await step('workbench', async () => {
+      await page.goto(URL);
+      await page.locator('.monaco-workbench').waitFor({ timeout: 90000 });
+      return true;
+    });
+
+    await step('open_file', async () => {
+      const base = path.posix.basename(FILE);
+      // Quick Open by path (needs ripgrep-backed file search); the explorer as a fallback.
+      try {
+        await palette(page, FILE);
+        const row = page.locator('.quick-input-list .monaco-list-row', { hasText: base }).first();
+        await row.waitFor({ timeout: 15000 });
+        await page.keyboard.press('Enter');
+      } catch (e) {
+        log('  quick open failed, using the explorer:', e.message);
+        await page.keyboard.press('Escape');
+        for (const part of FILE.split('/')) {
+          const r = page.locator('.explorer-folders-view .monaco-list-row', { hasText: part }).first();
+          await r.waitFor({ timeout: 30000 });
+          await r.click();
+        }
+      }
+      await page.locator('.tabs-container .tab', { hasText: base }).first().waitFor({ timeout: 30000 });
+      await page.locator('.monaco-editor .view-lines').first().waitFor({ timeout: 30000 });
+      return base;
+    });
+
+    await step('goto_symbol', async () => {
+      // Go to Line/Column puts the cursor inside the symbol's name and scrolls it into view.
+      await palette(page, `:${LINE}:${COL}`);
+      await page.keyboard.press('Enter');
+      const line = page.locator('.monaco-editor .view-line', { hasText: new RegExp(`\\b${SYMBOL}\\b`) }).first();
+      await line.waitFor({ timeout: 15000 });
+      return (await line.innerText()).trim();
+    });
+
+    await step('code_lens', async () => {
+      // Lenses of lines outside the viewport stay in the DOM, hidden: wait for a visible one.
+      const lens = page.locator('.monaco-editor .codelens-decoration').filter({ hasText: LENS_RE, visible: true });
+      await lens.first().waitFor({ timeout: 90000 });
+      const all = await page.locator('.monaco-editor .codelens-decoration').filter({ visible: true }).allInnerTexts();
+      return all.map((t) => t.trim()).filter(Boolean);
+    });
+
+    await step('hover', async () => {
+      const tok = page
+        .locator('.monaco-editor .view-line', { hasText: new RegExp(`class\\s+${SYMBOL}\\b`) })
+        .locator('span span', { hasText: new RegExp(`^${SYMBOL}$`) })
+        .first();
+      await tok.waitFor({ timeout: 15000 });
+      const hover = page.locator('.monaco-hover:not(.hidden) .hover-contents', { hasText: EXPECT_HOVER });
+      let lastErr;
+      for (let i = 0; i < 8; i++) {
+        const box = await tok.boundingBox();
+        await page.mouse.move(box.x + 3 + i * 3, box.y + box.height / 2);
+        try {
+          await hover.first().waitFor({ state: 'visible', timeout: 6000 });
+          lastErr = undefined;
+          break;
+        } catch (e) {
+          lastErr = e;
+          log('  hover retry', i);
+          await page.mouse.move(5, 5);
+          await page.waitForTimeout(300);
+        }
+      }
+      if (lastErr) {
+        const seen = await page.locator('.monaco-hover').allInnerTexts().catch(() => []);
+        throw new Error(`no hover matching ${EXPECT_HOVER} (hovers seen: ${JSON.stringify(seen)})`);
+      }
+      await page.waitForTimeout(300); // let the markdown finish rendering
+      const text = (await page.locator('.monaco-hover:not(.hidden) .hover-contents').allInnerTexts()).join('\n');
+      await page.screenshot({ path: path.join(OUT, 'hover.png') });
+      await page.mouse.move(5, 5);
+      await page.keyboard.press('Escape');
+      return text;
+    });
+
+    await step('status_bar', async () => {
+      const item = page.locator('.statusbar-item', { hasText: /Soma/ }).first();
+      await item.waitFor({ timeout: 10000 });
+      return (await item.innerText()).trim();
+    });
+
+    const rows = await step('find_related', async () => {
+      // Put the cursor back inside SYMBOL (and the focus in the editor) before running the command.
+      await palette(page, `:${LINE}:${COL}`);
+      await page.keyboard.press('Enter');
+      await palette(page, '>Soma: Find Related Experiments');
+      const cmd = page.locator('.quick-input-list .monaco-list-row', { hasText: 'Soma: Find Related Experiments' }).first();
+      await cmd.waitFor({ timeout: 15000 });
+      await page.keyboard.press('Enter');
+      const row = page.locator('.quick-input-list .monaco-list-row', { hasText: EXPECT_PICK }).first();
+      await row.waitFor({ timeout: 30000 });
+      await page.waitForTimeout(300);
+      const texts = await page.locator('.quick-input-list .monaco-list-row').allInnerTexts();
+      const title = await page.locator('.quick-input-widget .quick-input-title').innerText().catch(() => '');
+      const placeholder = await page.locator('.quick-input-widget .quick-input-box input').getAttribute('placeholder').catch(() => '');
+      await page.screenshot({ path: path.join(OUT, 'find-related.png') });
+      return { title, placeholder, rows: texts.map((t) => t.replace(/\s+/g, ' ').trim()) };
+    });
+
+    await step('open_record', async () => {
+      const row = page.locator('.quick-input-list .monaco-list-row', { hasText: EXPECT_PICK }).first();
+      await row.click();
+      await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 10000 });
+      const active = page.locator('.tabs-container .tab.active');
+      await page.waitForFunction(
+        (base) => {
+          const t = document.querySelector('.tabs-container .tab.active');
+          return t && !t.textContent.includes(base);
+        },
+        path.posix.basename(FILE),
+        { timeout: 15000 },
+      );
+      return { tab: (await active.innerText()).trim(), rows: rows.rows.length };
+    });
+    ok = true;
+  } catch (e) {
+    try { if (page) await page.screenshot({ path: path.join(OUT, 'failure.png') }); } catch (_) { /* page gone */ }
+  } finally {
+    result.ok = ok;
+    result.seconds = (Date.now() - t0) / 1000;
+    save();
+    if (ctx) await ctx.close().catch(() => undefined);
+    fs.rmSync(profile, { recursive: true, force: true });
+  }
+  log('RESULT', ok ? 'PASS' : 'FAIL');
+  process.exit(ok ? 0 : 1);
+})();
