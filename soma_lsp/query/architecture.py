@@ -37,7 +37,7 @@ MODULE_BASES = frozenset({
 NOT_COMPONENTS = frozenset({
     "Module", "Layer", "Model", "Parameter", "ParameterList", "ParameterDict", "ModuleList",
     "ModuleDict", "Sequential", "Input", "InputLayer", "InputSpec", "Buffer", "UninitializedParameter",
-    "Rngs", "Param", "Variable", "BatchStat", "State", "Optimizer", "Cache", "Intermediate",
+    "DataParallel", "DistributedDataParallel", "Rngs", "Param", "Variable", "BatchStat", "State", "Optimizer", "Cache", "Intermediate",
 })
 DEFAULT_ALIASES = {
     "nn": "torch.nn", "torch": "torch", "hk": "haiku", "haiku": "haiku", "eqx": "equinox",
@@ -60,7 +60,7 @@ def _normalise(name: str) -> str:
             name = new + name[len(old):]
     if name.startswith("torch.nn.") and name.count(".") > 2:  # torch.nn.modules.linear.Linear
         name = "torch.nn." + name.rsplit(".", 1)[1] if name.split(".")[2] not in (
-            "functional", "init", "utils", "parameter", "attention") else name
+            "functional", "init", "utils", "parameter", "attention", "parallel") else name
     return name
 
 
@@ -217,7 +217,7 @@ def _interpret(value, out: dict[str, float], bag: bool, depth: int = 0) -> None:
                 _add(out, str(k))  # architecture: {RMSNorm: {eps: 1e-6}}
                 _interpret(v, out, False, depth + 1)
             elif isinstance(v, (str, list, dict)):
-                _interpret(v, out, bag and isinstance(v, list), depth + 1)
+                _interpret(v, out, kk in BAG_KEYS or (bag and isinstance(v, list)), depth + 1)
 
 
 def components_of(data, out: dict[str, float] | None = None, depth: int = 0) -> dict[str, float]:
@@ -289,6 +289,8 @@ def config_bag(source: str, lang: str) -> dict[str, float]:
     * a list → each item (strings, or maps as below);
     * a map with a ``type``/``name``/``class``/``_target_``/``layer``/``module``/``kind`` string
       → that component, and its nested maps are searched too;
+    * a bag key nested under another (``model: {d_model: 768, architecture: {RMSNorm: 25}}``)
+      is read as a bag;
     * other maps: under the bag keys (``architecture``, ``arch``, ``components``) a name → count
       map gives counts (``{RMSNorm: 2}``) and a name → settings map names its keys; under the
       others (``model``) keys are roles and only string values and nested specs count
