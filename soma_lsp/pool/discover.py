@@ -147,7 +147,13 @@ class Roots:
                                 problems.append(Problem(entry.path, 0, "", "symlink to outside the pool roots; "
                                                         "not followed", "warning", "symlink"))
                                 continue
-                            if entry.is_dir():
+                            try:
+                                is_dir = entry.is_dir()
+                            except OSError:  # ELOOP: a symlink loop
+                                problems.append(Problem(entry.path, 0, "", "symlink loop; not loaded", "error",
+                                                        "symlink"))
+                                continue
+                            if is_dir:
                                 if target in seen_dirs:
                                     problems.append(Problem(entry.path, 0, "", "symlink loop (directory already "
                                                             "visited); not followed", "warning", "symlink"))

@@ -97,8 +97,8 @@ class LivePool:
             load = self._files.get(path)
             if load is not None:
                 found.extend(load.problems)
-                for record in load.records:
-                    found.extend(p for p in self._dups.get(record.id, ()) if p.path == path)
+                for record_id in dict.fromkeys(r.id for r in load.records):
+                    found.extend(p for p in self._dups.get(record_id, ()) if p.path == path)
             return sorted(found, key=lambda p: (p.line, p.severity != "error"))
 
     @property
@@ -199,15 +199,25 @@ class LivePool:
                 progress(min(done + read, total), total)
 
         batch: dict[str, FileLoad | None] = {}
+        extras: dict[str, list[Problem]] = {}
         batch_records = 0
         for path in paths:
-            if self._roots.is_pool_file(path) and os.path.lexists(path) and self._inside(path):
+            load = None
+            if not self._roots.is_pool_file(path):
+                pass
+            elif not os.path.lexists(path):
+                if report_vanished and sizes and path in sizes and path not in self._files:
+                    extras[path] = load_file(path).problems  # listed a moment ago, gone now
+            elif not self._inside(path):
+                extras[path] = [Problem(path, 0, "", "symlink to outside the pool roots; not followed",
+                                        "warning", "symlink")]
+            else:
                 size = sizes.get(path, 0) if sizes else 0
                 load = load_file(path, progress=streamed if size > step else None, **self._limits)
                 if not load.exists:
-                    load = self._vanished(load) if report_vanished else None
-            else:
-                load = None
+                    if report_vanished:
+                        extras[path] = load.problems
+                    load = None
             batch[path] = load
             batch_records += len(load.records) if load is not None else 0
             if sizes:
@@ -216,36 +226,28 @@ class LivePool:
                     next_report = done + step
                     progress(min(done, total), total)
             if batch_records >= self.batch_records or len(batch) >= self.batch_files:
-                self._commit(batch)
-                batch, batch_records = {}, 0
+                self._commit(batch, extras)
+                batch, extras, batch_records = {}, {}, 0
         if batch:
-            self._commit(batch)
+            self._commit(batch, extras)
         if progress is not None and next_report <= total:
             progress(total, total)
 
     def _inside(self, path: str) -> bool:
         """A symlinked record file is read only when its target is inside the roots."""
-        if not os.path.islink(path) or self._roots.inside(os.path.realpath(path)):
-            return True
-        with self._lock:
-            self._extra[path] = [Problem(path, 0, "", "symlink to outside the pool roots; not followed",
-                                         "warning", "symlink")]
-        return False
-
-    def _vanished(self, load: FileLoad) -> None:
-        with self._lock:
-            self._extra.setdefault(load.path, []).extend(load.problems)
-        return None
+        return not os.path.islink(path) or self._roots.inside(os.path.realpath(path))
 
     # -- committing ---------------------------------------------------------------------------
 
-    def _commit(self, batch: dict[str, FileLoad | None]) -> None:
+    def _commit(self, batch: dict[str, FileLoad | None], extras: dict[str, list[Problem]]) -> None:
         """Swap these files' records in, as one index update; resolve duplicate ids again."""
         with self._lock:
             affected: set[str] = set()
             changed = set(batch)
             for path, load in batch.items():
-                if load is not None or not os.path.islink(path):
+                if path in extras:
+                    self._extra[path] = extras[path]
+                else:
                     self._extra.pop(path, None)
                 old = self._files.pop(path, None)
                 if old is not None:
@@ -284,7 +286,9 @@ class LivePool:
                     self._visible[record_id] = winner
                     add.append(winner)
                 if len(claims) > 1:
-                    where = f"{path}:{winner.source.line + 1}"
+                    root = self._roots.root_of(path)
+                    shown = os.path.relpath(path, root) if root else path
+                    where = f"{shown}:{winner.source.line + 1}"
                     dups = []
                     for other_path, other in claims[1:]:
                         line = self._files[other_path].records[other].source.line

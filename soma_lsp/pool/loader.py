@@ -77,7 +77,9 @@ def load_file(path: str | os.PathLike, *, max_json_bytes: int = MAX_JSON_BYTES,
             if size > limit:
                 out.problems.append(_too_large(path, size, limit, fmt))
                 return out
-            data = f.read(limit + 1)  # bounded even if the file grew since fstat
+            data = f.read(size + 1)  # (a read of `limit` bytes would allocate `limit` bytes)
+            if len(data) > size:  # the file grew since fstat: read on, still bounded
+                data += f.read(limit + 1 - len(data))
             if len(data) > limit:
                 out.problems.append(_too_large(path, len(data), limit, fmt))
                 return out

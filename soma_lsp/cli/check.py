@@ -1,0 +1,54 @@
+"""`soma-lsp check [--pool DIR]...`: load the pool as the server does and report every problem.
+
+Prints each problem as `path:line: field: problem` (1-based line), then a summary: records loaded,
+files, errors and warnings by kind. Exit status 1 if there is any error (warnings alone exit 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+
+from ..pool import LivePool, pool_roots
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "check", help="validate the experiment pool and report bad records",
+        description="Load the experiment pool and print every problem as path:line: field: problem, then a "
+                    "summary. Exit status 1 if any record or file has an error.")
+    parser.add_argument("--pool", action="append", metavar="DIR", default=None,
+                        help="a pool directory (repeatable; default: $SOMA_POOL, else ./.soma/pool)")
+    parser.add_argument("--quiet", "-q", action="store_true", help="print only the summary")
+    parser.set_defaults(run=run)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def run(args: argparse.Namespace) -> int:
+    roots = pool_roots([os.getcwd()], args.pool, os.environ)
+    pool = LivePool(roots)
+    pool.load()
+    out = sys.stdout
+    here = os.getcwd()
+    if not getattr(args, "quiet", False):
+        for path, problems in pool.problems.items():
+            shown = os.path.relpath(path, here) if path.startswith(here + os.sep) else path
+            for problem in problems:
+                line = str(dataclasses.replace(problem, path=shown))
+                print(line if problem.severity == "error" else f"{line} (warning)", file=out)
+    summary = pool.summary()
+    missing = [r for r in pool.roots if not os.path.isdir(r)]
+    for root in missing:
+        print(f"note: pool directory {root} does not exist", file=out)
+    print(f"{_plural(summary['records'], 'record')} loaded from {_plural(summary['files'], 'file')} in "
+          f"{_plural(len(pool.roots), 'pool')}; {_plural(summary['errors'], 'error')}, "
+          f"{_plural(summary['warnings'], 'warning')}", file=out)
+    for label, counts in (("errors", summary["errors_by_kind"]), ("warnings", summary["warnings_by_kind"])):
+        if counts:
+            print(f"  {label} by kind: " + ", ".join(f"{kind} {n:,}" for kind, n in counts.items()), file=out)
+    return 1 if summary["errors"] else 0
