@@ -46,6 +46,11 @@ export function statusIcon(r: Result): string {
   return `$(${STATUS_ICONS[(r.status || 'unknown').toLowerCase()] ?? 'circle-outline'})`;
 }
 
+/** Record text is data: `$(name)` in it must not render as an icon (VS Code's own escapeIcons). */
+export function escapeIcons(text: string): string {
+  return text.replace(/(\\)?\$\([A-Za-z0-9-]+(?:~[A-Za-z]+)?\)/g, (m, escaped) => (escaped ? m : `\\${m}`));
+}
+
 function num(v: number | null | undefined): string {
   return typeof v === 'number' && Number.isFinite(v) ? v.toFixed(3) : String(v);
 }
@@ -68,21 +73,27 @@ export class RelatedItem implements vscode.QuickPickItem {
   buttons: vscode.QuickInputButton[];
   constructor(readonly result: Result) {
     const r = result;
-    this.label = `${statusIcon(r)} ${r.name}`;
-    const desc = [r.id, `score ${num(r.score)}`];
-    if (r.status) desc.push(r.status);
+    const t = (v: unknown) => escapeIcons(String(v));
+    this.label = `${statusIcon(r)} ${t(r.name)}`;
+    const desc = [t(r.id), `score ${num(r.score)}`];
+    if (r.status) desc.push(t(r.status));
     if (r.dead_end) desc.push('dead end');
     if (r.tied) desc.push('$(pinned) tied to this code');
     this.description = desc.join(' · ');
     const detail: string[] = [];
     const b = breakdown(r);
-    if (b) detail.push(b);
-    if (r.matched_terms?.length) detail.push(`matched: ${r.matched_terms.join(', ')}`);
-    if (r.shared_components?.length) detail.push(`shared: ${r.shared_components.join(', ')}`);
-    if (r.time) detail.push(r.time);
+    if (b) detail.push(t(b));
+    if (r.matched_terms?.length) detail.push(`matched: ${t(r.matched_terms.join(', '))}`);
+    if (r.shared_components?.length) detail.push(`shared: ${t(r.shared_components.join(', '))}`);
+    if (r.time) detail.push(t(r.time));
     // The headline first: it is what the row is about; the breakdown explains the score after it.
-    this.detail = (r.headline ? `${r.headline} — ` : '') + detail.join(' · ');
-    this.buttons = r.url ? [{ iconPath: new vscode.ThemeIcon('link-external'), tooltip: `Open ${r.url}` }] : [];
+    this.detail = (r.headline ? `${t(r.headline)} — ` : '') + detail.join(' · ');
+    this.buttons = r.url
+      ? [{
+        iconPath: new vscode.ThemeIcon('link-external'),
+        tooltip: isWebLink(r.url) ? `Open ${r.url}` : `Not a web link, will not be opened: ${r.url}`,
+      }]
+      : [];
   }
 }
 
@@ -99,11 +110,15 @@ async function openLocation(r: Result): Promise<void> {
   });
 }
 
+function isWebLink(url: string): boolean {
+  return /^https?:\/\/[^\s]+$/i.test(url.trim());
+}
+
 async function openUrl(r: Result): Promise<void> {
   if (!r.url) return;
   let uri: vscode.Uri | undefined;
   try {
-    uri = vscode.Uri.parse(r.url, true);
+    uri = isWebLink(r.url) ? vscode.Uri.parse(r.url.trim(), true) : undefined;
   } catch {
     uri = undefined;
   }
