@@ -289,6 +289,15 @@ def test_vscode_extension_end_to_end() -> None:
     opened = value("open_record")
     assert opened["tab"], opened
 
+    assert "reloaded" in value("reload_pool")
+    value("restart_server")
+    output_log = ARTIFACTS / "soma-output.log"
+    assert output_log.is_file(), f"no Soma output log; {where}"
+    log_text = output_log.read_text(errors="replace")
+    restart_at = log_text.rfind("restarting the server")
+    assert restart_at >= 0 and log_text.find("the server is running", restart_at) > restart_at, (
+        f"no clean restart in {output_log}")
+
     status = value("status_bar")
     assert "Soma" in status, status
     assert result["ok"], result["errors"]

@@ -199,6 +199,41 @@ async function palette(page, text) {
       );
       return { tab: (await active.innerText()).trim(), rows: rows.rows.length };
     });
+    await step('reload_pool', async () => {
+      await palette(page, '>Soma: Reload Experiment Pool');
+      await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Soma: Reload Experiment Pool' }).first()
+        .waitFor({ timeout: 10000 });
+      await page.keyboard.press('Enter');
+      const msg = page.locator('.statusbar-item', { hasText: 'experiment pool reloaded' }).first();
+      await msg.waitFor({ timeout: 30000 });
+      return (await msg.innerText()).trim();
+    });
+
+    await step('restart_server', async () => {
+      await palette(page, '>Soma: Restart Server');
+      await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Soma: Restart Server' }).first()
+        .waitFor({ timeout: 10000 });
+      await page.keyboard.press('Enter');
+      await palette(page, '>Soma: Show Output');
+      await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Soma: Show Output' }).first()
+        .waitFor({ timeout: 10000 });
+      await page.keyboard.press('Enter');
+      // The output channel (virtualised: only the visible lines are in the DOM) shows the Soma log; the
+      // pytest side checks the restart in the saved log file.
+      const panel = page.locator('.part.panel .monaco-editor .view-lines', { hasText: /\[client|\[Trace|\[Info/ });
+      await panel.first().waitFor({ timeout: 15000 });
+      // ...and it answers: the same query as before lists the expected record again.
+      await page.locator('.tabs-container .tab', { hasText: path.posix.basename(FILE) }).first().click();
+      await palette(page, `:${LINE}:${COL}`);
+      await page.keyboard.press('Enter');
+      await palette(page, '>Soma: Find Related Experiments');
+      await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Soma: Find Related Experiments' }).first()
+        .waitFor({ timeout: 10000 });
+      await page.keyboard.press('Enter');
+      await page.locator('.quick-input-list .monaco-list-row', { hasText: EXPECT_PICK }).first().waitFor({ timeout: 30000 });
+      await page.keyboard.press('Escape');
+      return (await panel.first().innerText()).split('\n').filter((l) => /\[client/.test(l)).slice(-4);
+    });
     ok = true;
   } catch (e) {
     try { if (page) await page.screenshot({ path: path.join(OUT, 'failure.png') }); } catch (_) { /* page gone */ }
