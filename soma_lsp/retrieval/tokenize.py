@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 _RUN = re.compile(r"[^\W_]+")  # maximal runs of str.isalnum() characters
+_ASCII_SEPARATORS = str.maketrans({chr(i): " " for i in range(128) if not chr(i).isalnum()})
 
 
 def split_run(run: str) -> list[str]:
@@ -27,10 +28,14 @@ def split_run(run: str) -> list[str]:
 
 def tokenize(text: str) -> list[str]:
     """Terms of `text` in order: each part of each run lower-cased, then the whole run when it split."""
-    if text.isascii() and text == text.lower():  # no upper-case letter: no run can split
-        return _RUN.findall(text)
+    if text.isascii():  # translate-and-split finds the same runs ~3× faster than the regex
+        runs = text.translate(_ASCII_SEPARATORS).split()
+        if text == text.lower():  # no upper-case letter: no run can split
+            return runs
+    else:
+        runs = _RUN.findall(text)
     terms: list[str] = []
-    for run in _RUN.findall(text):
+    for run in runs:
         parts = split_run(run)
         if len(parts) == 1:
             terms.append(run.lower())
