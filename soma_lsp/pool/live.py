@@ -188,15 +188,22 @@ class LivePool:
         total = sum(sizes.values()) if sizes else 0
         done = 0
         step = max(total // 100, 1)
-        next_report = 0
+        next_report = step
+        last = [0]
+
+        def report(value: int) -> None:
+            nonlocal next_report
+            value = min(value, total)
+            next_report = value + step
+            last[0] = value
+            progress(value, total)
+
         if progress is not None:
             progress(0, total)
 
         def streamed(read: int) -> None:  # progress inside one big .jsonl file
-            nonlocal next_report
             if progress is not None and done + read >= next_report:
-                next_report = done + read + step
-                progress(min(done + read, total), total)
+                report(done + read)
 
         batch: dict[str, FileLoad | None] = {}
         extras: dict[str, list[Problem]] = {}
@@ -223,14 +230,13 @@ class LivePool:
             if sizes:
                 done += sizes.get(path, 0)
                 if progress is not None and done >= next_report:
-                    next_report = done + step
-                    progress(min(done, total), total)
+                    report(done)
             if batch_records >= self.batch_records or len(batch) >= self.batch_files:
                 self._commit(batch, extras)
                 batch, extras, batch_records = {}, {}, 0
         if batch:
             self._commit(batch, extras)
-        if progress is not None and next_report <= total:
+        if progress is not None and last[0] != total:
             progress(total, total)
 
     def _inside(self, path: str) -> bool:

@@ -72,17 +72,19 @@ class PoolWatcher:
         return suffix in SUFFIXES or not os.path.isfile(path)  # directories (and what is gone) count
 
     def _run(self) -> None:
+        previous: list[str] | None = None
         try:
             while not self._stop.is_set():
                 present = [root for root in self._roots.paths if os.path.isdir(root)]
-                missing = len(present) < len(self._roots.paths)
+                appeared = [] if previous is None else [r for r in present if r not in previous]
+                previous = present
                 if not present:
                     self._armed.set()
                     if self._stop.wait(self.rescan_ms / 1000):
                         return
                     continue
                 try:
-                    self._watch(present, missing)
+                    self._watch(present, appeared)
                 except Exception as error:  # noqa: BLE001 - keep watching
                     self._report(error)
                     if self._stop.wait(self.rescan_ms / 1000):
@@ -90,11 +92,15 @@ class PoolWatcher:
         finally:
             self._armed.set()
 
-    def _watch(self, present: list[str], missing: bool) -> None:
+    def _watch(self, present: list[str], appeared: list[str]) -> None:
         """One armed watch over the roots that exist (watchfiles' documented Rust backend, so that
-        `start()` can return once the watch is really in place)."""
+        `start()` can return once the watch is really in place). Returns to re-arm when a missing root
+        appears or a watched one disappears."""
+        missing = len(present) < len(self._roots.paths)
         with RustNotify(present, False, False, 300, True, True) as notify:
             self._armed.set()
+            if appeared:  # roots created since the last watch: load what they already hold
+                self._apply(set(appeared))
             while True:
                 raw = notify.watch(self.debounce_ms, self.step_ms, self.rescan_ms if missing else 0, self._stop)
                 if raw in ("stop", "signal"):
@@ -104,11 +110,10 @@ class PoolWatcher:
                     paths = {path for change, path in raw if self._filter(watchfiles.Change(change), path)}
                     if paths:
                         self._apply(paths)
-                if missing:
-                    appeared = [r for r in self._roots.paths if r not in present and os.path.isdir(r)]
-                    if appeared:
-                        self._apply(set(appeared))
-                        return  # re-arm the watch with the new roots
+                    if not all(os.path.isdir(root) for root in present):
+                        return
+                if missing and any(os.path.isdir(r) for r in self._roots.paths if r not in present):
+                    return
 
     def _apply(self, paths: set[str]) -> None:
         try:
