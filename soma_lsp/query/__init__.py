@@ -104,8 +104,7 @@ def _leading_comments(doc, start: int) -> int:
 
 def _text(doc, start: int, end: int, text_start: int | None = None) -> str:
     ts = start if text_start is None else text_start
-    if doc.lang in CONFIG_LANGUAGES or doc.lang == "text" or doc.arch is None and not doc.prose \
-            and doc.masked is doc.source:
+    if not doc.has_grammar:  # config, unknown language, grammar not installed: every word
         noise = code_noise(doc.lang) | STOP_WORDS
         words = [w for w in identifiers(doc.source[ts:end], noise) if w.lower() not in STOP_WORDS]
     else:
@@ -146,7 +145,7 @@ def build_query(
 
     start, end, text_start, scope_def, basis = 0, n, None, None, "file"
     sel = None
-    if selection is not None and scope in ("find", "hover"):
+    if selection is not None and scope == "find":
         a, b = index.offset(tuple(selection[0])), index.offset(tuple(selection[1]))
         if a != b:
             sel = (min(a, b), max(a, b))

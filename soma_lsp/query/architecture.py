@@ -280,6 +280,27 @@ def _parse_prefix(text: str, loader):
 _JSON_KEY = re.compile(r'"(architecture|architectures|arch|model|model_type|components|layers|blocks|modules)"\s*:\s*', re.I)
 
 
+_BRACKET = re.compile(r"[\[\](){}]")
+MAX_NESTING = 400
+
+
+def too_deep(source: str, limit: int = MAX_NESTING) -> bool:
+    """Whether brackets nest deeper than ``limit``. tree-sitter's query cursor takes time
+    proportional to nodes × depth (a second for 30,000 nested brackets), and PyYAML is quadratic
+    on deep flow collections; no real source nests this deep, so such text gets the regex path."""
+    if "(((" not in source and "[[[" not in source and "{{{" not in source and len(source) < 20_000:
+        return False
+    depth = 0
+    for m in _BRACKET.finditer(source):
+        if m.group() in "([{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif depth:
+            depth -= 1
+    return False
+
+
 def config_bag(source: str, lang: str) -> dict[str, float]:
     """Components named in a YAML/JSON/TOML file under the keys ``architecture``,
     ``architectures``, ``arch``, ``model``, ``model_type``, ``components``, ``layers``,
@@ -298,6 +319,8 @@ def config_bag(source: str, lang: str) -> dict[str, float]:
 
     A file that does not parse gives what its lines up to the error give (an empty bag at worst).
     """
+    if too_deep(source, 100):
+        return {}
     if lang == "json":
         try:
             data = json.loads(source)

@@ -11,7 +11,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from .architecture import PythonArchitecture, config_bag
+from .architecture import PythonArchitecture, config_bag, too_deep
 from .definitions import Definition, scan_python_definitions, ts_definitions
 from .languages import CONFIG_LANGUAGES, grammar, language_for_path
 from .positions import LineIndex
@@ -53,6 +53,7 @@ class ParsedDoc:
     defs: list[Definition]
     statements: list[tuple[int, int]]  # top-level statement spans (Python, clean parse only)
     has_error: bool = False
+    has_grammar: bool = False  # False: no tree-sitter grammar (config, unknown, not installed)
     arch: PythonArchitecture | None = None
     calls: list[tuple[int, str]] = field(default_factory=list)  # Python instantiations
     _config_bag: dict[str, float] | None = field(default=None, repr=False)
@@ -97,8 +98,19 @@ def _mask(source: str, spans: list[tuple[int, int]]) -> str:
 
 def _build(source: str, lang: str) -> ParsedDoc:
     index = LineIndex(source)
-    g = grammar(lang)
+    deep = too_deep(source)
+    g = None if deep else grammar(lang)
     if g is None:
+        if lang == "python":  # still find definitions and instantiations, without a tree
+            doc = ParsedDoc(source, lang, index, source, [], scan_python_definitions(index), [])
+            doc.arch = PythonArchitecture(source)
+            doc.calls = doc.arch.calls(source)
+            doc.has_grammar = True
+            return doc
+        doc = ParsedDoc(source, lang, index, source, [], [], [])
+        if deep and lang in CONFIG_LANGUAGES:
+            doc._config_bag = {}
+        return doc
         doc = ParsedDoc(source, lang, index, source, [], [], [])
         return doc
     from tree_sitter import Parser, QueryCursor
@@ -132,7 +144,7 @@ def _build(source: str, lang: str) -> ParsedDoc:
     if lang == "python" and not has_error:
         off = index.byte_offset
         statements = [(off(c.start_byte), off(c.end_byte)) for c in root.named_children]
-    doc = ParsedDoc(source, lang, index, masked, prose, defs, statements, has_error)
+    doc = ParsedDoc(source, lang, index, masked, prose, defs, statements, has_error, True)
     if lang == "python":
         doc.arch = PythonArchitecture(masked)
         doc.calls = doc.arch.calls(masked)
