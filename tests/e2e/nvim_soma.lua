@@ -293,6 +293,18 @@ step('related_range', function(res)
   vim.cmd(string.format('%d,%dSomaRelated', res.line1, res.line2))
   res.shown = vim.wait(10000, function() return #select_calls > n or #vim.fn.getqflist() > 0 end, 20)
   res.qf = qf_items()
+  res.argument_lines = require('soma').related_argument({ range = 2, line1 = res.line1, line2 = res.line2 })
+  -- a linewise and a charwise visual selection ('<,'> marks) over the same lines
+  vim.cmd(string.format('normal! %dGV%dG\27', res.line1, res.line2))
+  res.argument_visual_lines = require('soma').related_argument({ range = 2, line1 = res.line1, line2 = res.line2 })
+  vim.cmd(string.format('normal! %dG5|v%dG12|\27', res.line1, res.line2))
+  res.argument_visual_chars = require('soma').related_argument({ range = 2, line1 = res.line1, line2 = res.line2 })
+  res.line2_length = #vim.api.nvim_buf_get_lines(buf, res.line2 - 1, res.line2, false)[1]
+  vim.fn.setqflist({}, 'r', { title = 'empty', items = {} })
+  n = #select_calls
+  vim.cmd("'<,'>SomaRelated")
+  res.visual_shown = vim.wait(10000, function() return #select_calls > n end, 20)
+  res.visual_qf = qf_items()
 end)
 
 step('diagnostics', function(res)

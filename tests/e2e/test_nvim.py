@@ -160,6 +160,13 @@ def test_related_with_range(run):
     assert r["shown"], "a ranged :SomaRelated showed nothing"
     ids = [q["id"] for q in r["qf"]]
     assert ids, "a ranged :SomaRelated gave an empty quickfix list"
+    l1, l2, n = r["line1"] - 1, r["line2"] - 1, r["line2_length"]
+    whole = {"start": {"line": l1, "character": 0}, "end": {"line": l2, "character": n}}
+    assert r["argument_lines"]["range"] == whole and "position" not in r["argument_lines"], r["argument_lines"]
+    assert r["argument_visual_lines"]["range"] == whole, r["argument_visual_lines"]
+    chars = {"start": {"line": l1, "character": 4}, "end": {"line": l2, "character": 12}}
+    assert r["argument_visual_chars"]["range"] == chars, r["argument_visual_chars"]
+    assert r["visual_shown"] and r["visual_qf"], "a visual :'<,'>SomaRelated showed nothing"
 
 
 def test_dead_end_warning(run):

@@ -230,6 +230,9 @@ function M.related_argument(opts)
     local last = vim.api.nvim_buf_get_lines(bufnr, e[1] - 1, e[1], false)[1] or ''
     e = { e[1], math.max(0, math.min(e[2], #last - 1)) }
     local p = vim.lsp.util.make_given_range_params(s, e, bufnr, enc)
+    if #last == 0 then
+      p.range['end'].character = 0
+    end
     return { uri = uri, range = p.range }
   end
   local p = vim.lsp.util.make_position_params(0, enc)
