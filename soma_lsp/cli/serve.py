@@ -1,0 +1,66 @@
+"""`soma-lsp serve` (the default): the language server over stdio, or `--tcp [HOST:]PORT`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("serve", help="serve LSP over stdio (the default) or TCP",
+                                   description="Serve the Language Server Protocol over stdio, or over "
+                                               "TCP with --tcp (127.0.0.1 unless a host is given).")
+    parser.add_argument("--stdio", action="store_true", help="serve over stdio (the default; accepted "
+                                                             "for clients that pass it)")
+    parser.add_argument("--tcp", metavar="[HOST:]PORT", help="listen on HOST:PORT (HOST defaults to 127.0.0.1)")
+    parser.add_argument("--log-level", default=os.environ.get("SOMA_LOG_LEVEL", "INFO"),
+                        choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="server log level (stderr)")
+    parser.add_argument("--log-file", help="also write the server log to this file")
+    parser.set_defaults(run=run)
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "127.0.0.1", text
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        number = int(port)
+    except ValueError:
+        raise SystemExit(f"soma-lsp serve: --tcp expects [HOST:]PORT, got {text!r}") from None
+    if not 0 <= number <= 65535:
+        raise SystemExit(f"soma-lsp serve: port out of range: {number}")
+    return host, number
+
+
+def _logging(level: str, log_file: str | None) -> None:
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_file:
+        handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
+    logging.basicConfig(level=getattr(logging, level), handlers=handlers,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("pygls").setLevel(max(logging.WARNING, getattr(logging, level)))
+
+
+def run(args: argparse.Namespace) -> int:
+    _logging(args.log_level, args.log_file)
+    from ..server import create_server
+
+    server = create_server()
+    if args.tcp:
+        host, port = parse_address(args.tcp)
+
+        def ready(bound_host: str, bound_port: int) -> None:
+            print(f"soma-lsp listening on {bound_host}:{bound_port}", file=sys.stderr, flush=True)
+
+        code = server.serve_tcp(host, port, ready)
+    else:
+        # The protocol owns the real stdout; anything else printing goes to stderr instead.
+        out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+        os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+        sys.stdout = sys.stderr
+        code = server.serve_stdio(sys.stdin.buffer, out)
+    sys.stderr.flush()
+    os._exit(code)  # worker threads (a pool load, the watcher) must not hold the exit up

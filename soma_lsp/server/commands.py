@@ -1,0 +1,190 @@
+"""`workspace/executeCommand`: each command takes one argument object (SPEC 4, docs/architecture.md).
+
+* `soma.findRelatedExperiments` `{uri, position?, range?, text?, limit?}` → SPEC 2.8 results, tied
+  first (`"tied": true`), then the gated ranking. Scope: `range` (a selection), else the definition
+  enclosing `position`, else the whole file; `text` replaces the query text (alone, it ranks that
+  text: no document, no ties). `limit` defaults to 20; 0 means all (up to `related.COUNT_CAP`).
+* `soma.reloadPool` `{}` → the pool status after reloading.
+* `soma.showExperiment` `{id}` → the whole record with its `location`.
+* `soma.poolStatus` `{}` → `{version, pools, records, files, errors, indexing}`.
+
+A malformed argument gets a JSON-RPC -32602 error saying what is wrong; an unknown command too. A
+command that fails inside answers -32603 with the reason. Commands run as cancellable tasks.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
+
+from ..query import build_query, definitions
+from . import convert
+from .related import find_related, retrieval_query, tied_records
+
+if TYPE_CHECKING:
+    from .server import SomaServer
+
+log = logging.getLogger("soma_lsp.server")
+
+FIND_RELATED = "soma.findRelatedExperiments"
+RELOAD_POOL = "soma.reloadPool"
+SHOW_EXPERIMENT = "soma.showExperiment"
+POOL_STATUS = "soma.poolStatus"
+DEFAULT_LIMIT = 20
+
+
+class BadArgument(JsonRpcInvalidParams):
+    def __init__(self, command: str, problem: str) -> None:
+        super().__init__(f"{command}: {problem}")
+
+
+def _kind(value: Any) -> str:
+    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list",
+             dict: "an object", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _argument(command: str, arguments: Any, *, optional: bool) -> dict[str, Any]:
+    """The single argument object (commands taking `{}` also accept no argument or null)."""
+    if arguments is None or len(arguments) == 0:
+        if optional:
+            return {}
+        raise BadArgument(command, "expected one argument object, got none")
+    if not isinstance(arguments, list | tuple):
+        raise BadArgument(command, f"expected a list of arguments, got {_kind(arguments)}")
+    if len(arguments) != 1:
+        raise BadArgument(command, f"expected one argument object, got {len(arguments)} arguments")
+    value = arguments[0]
+    if value is None and optional:
+        return {}
+    if not isinstance(value, dict):
+        raise BadArgument(command, f"expected an argument object, got {_kind(value)}")
+    return value
+
+
+def _no_unknown(command: str, value: dict, allowed: set[str]) -> None:
+    unknown = sorted(set(value) - allowed)
+    if unknown:
+        raise BadArgument(command, f"unknown field(s) {', '.join(unknown)}; expected "
+                                   f"{', '.join(sorted(allowed)) or 'none'}")
+
+
+def _int(command: str, value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise BadArgument(command, f"{where}: expected a non-negative integer, got {value!r}")
+    return value
+
+
+def _position(command: str, value: Any, where: str) -> tuple[int, int]:
+    if not isinstance(value, dict):
+        raise BadArgument(command, f"{where}: expected {{line, character}}, got {_kind(value)}")
+    for key in ("line", "character"):
+        if key not in value:
+            raise BadArgument(command, f"{where}.{key}: is required")
+    return _int(command, value["line"], f"{where}.line"), _int(command, value["character"], f"{where}.character")
+
+
+def _range(command: str, value: Any) -> tuple[tuple[int, int], tuple[int, int]]:
+    if not isinstance(value, dict) or "start" not in value or "end" not in value:
+        raise BadArgument(command, f"range: expected {{start, end}}, got {_kind(value) if not isinstance(value, dict) else 'an object without start/end'}")
+    return _position(command, value["start"], "range.start"), _position(command, value["end"], "range.end")
+
+
+# -- the commands ------------------------------------------------------------------------------------
+
+async def find_related_experiments(ls: "SomaServer", arguments: Any) -> list[dict[str, Any]]:
+    command = FIND_RELATED
+    arg = _argument(command, arguments, optional=False)
+    _no_unknown(command, arg, {"uri", "position", "range", "text", "limit"})
+    uri = arg.get("uri")
+    if uri is not None and (not isinstance(uri, str) or not uri):
+        raise BadArgument(command, f"uri: expected a document URI string, got {uri!r}")
+    text = arg.get("text")
+    if text is not None and not isinstance(text, str):
+        raise BadArgument(command, f"text: expected a string, got {_kind(text)}")
+    if uri is None and text is None:
+        raise BadArgument(command, "expected a uri (with an optional position or range) or a text")
+    position = _position(command, arg["position"], "position") if arg.get("position") is not None else None
+    selection = _range(command, arg["range"]) if arg.get("range") is not None else None
+    limit = _int(command, arg["limit"], "limit") if arg.get("limit") is not None else DEFAULT_LIMIT
+    settings, now, index = ls.settings, ls.now(), ls.index
+
+    if uri is None:
+        def work():
+            query = retrieval_query(None, settings, now, text=text, limit=None)
+            return find_related(index, query, (), min_score=settings.min_score, limit=limit or None)
+        related = await ls.run_query(work)
+    else:
+        try:
+            snap = ls.snapshot(uri)
+        except Exception as error:  # noqa: BLE001
+            raise BadArgument(command, f"uri: cannot read {uri}: {error}") from None
+
+        def work():
+            built = build_query(snap.source, snap.name, position=position, selection=selection, scope="find")
+            defs = definitions(snap.source, snap.name)
+            tied = tied_records(index, snap.relpath, built.scope, defs, file_scope_takes_all=True)
+            query = retrieval_query(built, settings, now, text=text, limit=None)
+            return find_related(index, query, tied, min_score=settings.min_score, limit=limit or None)
+        related = await ls.run_query(work)
+    return [convert.result(scored, tied) for scored, tied in related.shown(limit or len(related.tied) + len(related.ranked))]
+
+
+async def reload_pool(ls: "SomaServer", arguments: Any) -> dict[str, Any]:
+    arg = _argument(RELOAD_POOL, arguments, optional=True)
+    _no_unknown(RELOAD_POOL, arg, set())
+    await ls.reload_pool()
+    return ls.status()
+
+
+async def show_experiment(ls: "SomaServer", arguments: Any) -> dict[str, Any]:
+    arg = _argument(SHOW_EXPERIMENT, arguments, optional=False)
+    _no_unknown(SHOW_EXPERIMENT, arg, {"id"})
+    record_id = arg.get("id")
+    if not isinstance(record_id, str) or not record_id:
+        raise BadArgument(SHOW_EXPERIMENT, f"id: expected an experiment id string, got {record_id!r}")
+    record = ls.index.get(record_id)
+    if record is None:
+        raise BadArgument(SHOW_EXPERIMENT, f"id: no experiment {record_id!r} in the pool")
+    return convert.record_json(record)
+
+
+async def pool_status(ls: "SomaServer", arguments: Any) -> dict[str, Any]:
+    arg = _argument(POOL_STATUS, arguments, optional=True)
+    _no_unknown(POOL_STATUS, arg, set())
+    return ls.status()
+
+
+COMMANDS: dict[str, Callable[["SomaServer", Any], Awaitable[Any]]] = {
+    FIND_RELATED: find_related_experiments,
+    RELOAD_POOL: reload_pool,
+    SHOW_EXPERIMENT: show_experiment,
+    POOL_STATUS: pool_status,
+}
+
+
+async def execute(ls: "SomaServer", command: str, arguments: Any) -> Any:
+    handler = COMMANDS.get(command)
+    if handler is None:
+        raise JsonRpcInvalidParams(f"unknown command {command!r}; soma-lsp runs {', '.join(COMMANDS)}")
+    try:
+        return await handler(ls, arguments)
+    except JsonRpcException:
+        raise
+    except Exception as error:  # noqa: BLE001 - a failing command answers an error, never silence
+        log.exception("command %s failed", command)
+        ls.report_feature_failure(command, error)
+        raise JsonRpcInternalError(f"{command} failed: {type(error).__name__}: {error}") from None
+
+
+def register(ls: "SomaServer") -> None:
+    """Advertise the commands (executeCommandProvider); `SomaProtocol` dispatches to `execute`."""
+    for name in COMMANDS:
+        ls.command(name)(_advertised)
+
+
+def _advertised(*args: Any) -> None:  # never called: dispatch goes through `execute`
+    raise RuntimeError("dispatched by SomaProtocol.lsp_workspace__execute_command")

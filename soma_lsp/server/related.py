@@ -1,0 +1,121 @@
+"""What every feature asks: the records related to a scope — ties first, then the gated ranking (SPEC 3).
+
+Pure over its inputs (an index, a built query, settings, `now`), so hover, lenses, the commands and
+`soma-lsp explain` all go through the same code.
+
+* **Relevance gate**: ranked records need lexical > 0 or structural > 0 and score ≥ `hover.minScore`.
+* **Ties**: records whose `code` ties name this file and point at the scope — the definition itself,
+  one it encloses or that encloses it (`Class` for `Class.method`) — or the file as a whole. With no
+  definition as scope, a hover (the cursor outside every definition) takes only whole-file ties,
+  while the whole-file scope of "find related experiments" takes every tie in the file. Ties pass the
+  gate whatever their score, come first, dead ends first among them, then by score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..query import BuiltQuery, Definition, find_definition, related as symbols_related
+from ..records import Record
+from ..retrieval import LiveIndex, RetrievalQuery, ScoredRecord
+from .settings import Settings
+
+#: How far the gated ranking is read to count "N more related" (beyond it: "N+ more").
+COUNT_CAP = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Related:
+    """Tied records (marked), then ranked ones; `total` counts both up to COUNT_CAP (`capped`)."""
+
+    tied: tuple[ScoredRecord, ...]
+    ranked: tuple[ScoredRecord, ...]
+    total: int
+    capped: bool
+
+    def shown(self, limit: int) -> list[tuple[ScoredRecord, bool]]:
+        """The first `limit` results as (scored, tied)."""
+        items = [(s, True) for s in self.tied] + [(s, False) for s in self.ranked]
+        return items[:limit]
+
+    def more(self, limit: int) -> int:
+        return max(0, self.total - min(limit, len(self.tied) + len(self.ranked)))
+
+    @property
+    def dead_ends(self) -> int:
+        return sum(s.dead_end for s in (*self.tied, *self.ranked))
+
+    def __bool__(self) -> bool:
+        return bool(self.tied or self.ranked)
+
+
+def retrieval_query(built: BuiltQuery | None, settings: Settings, now: datetime | None, *,
+                    text: str | None = None, limit: int | None = 10) -> RetrievalQuery:
+    """The core query for a built scope (text plus the word under the cursor, its component bag)."""
+    words = text if text is not None else (built.text if built is not None else "")
+    if built is not None and built.word and text is None:
+        words = f"{built.word} {words}"
+    return RetrievalQuery(
+        text=words,
+        architecture=dict(built.architecture) if built is not None and built.architecture else None,
+        now=now,
+        half_life_days=settings.half_life_days,
+        limit=limit,
+        weights=settings.weights,
+    )
+
+
+def tie_points_at(symbol: str | None, scope: Definition | None, defs: Sequence[Definition], *,
+                  file_scope_takes_all: bool) -> bool:
+    """Whether a tie (`symbol` None = the whole file) points at the scope."""
+    if symbol is None:
+        return True
+    if scope is None:
+        return file_scope_takes_all
+    target = find_definition(list(defs), symbol)
+    return symbols_related(target.qualname if target is not None else symbol, scope)
+
+
+def tied_records(index: LiveIndex, relpath: str | None, scope: Definition | None,
+                 defs: Sequence[Definition], *, file_scope_takes_all: bool) -> list[Record]:
+    """Records with a tie on this file pointing at the scope, in id order."""
+    if not relpath:
+        return []
+    out = []
+    for record in index.tied_to(relpath):
+        if any(tie.path == relpath and tie_points_at(tie.symbol, scope, defs,
+                                                     file_scope_takes_all=file_scope_takes_all)
+               for tie in record.code):
+            out.append(record)
+    return out
+
+
+def _tie_order(scored: ScoredRecord) -> tuple:
+    return (not scored.dead_end, -scored.score, scored.record.id)
+
+
+def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Record], *, min_score: float,
+                 limit: int | None, count: bool = True) -> Related:
+    """Ties first (scored with the same query), then the gated ranking without them.
+
+    `limit` bounds what is returned (None: everything up to COUNT_CAP); with `count`, the gated
+    ranking is read to COUNT_CAP to say how many there are in all."""
+    tied_ids = [r.id for r in tied]
+    tied_scored = sorted(index.score(query, tied_ids), key=_tie_order)
+    tied_set = set(tied_ids)
+    want = COUNT_CAP if (count or limit is None) else max(0, limit - len(tied_scored))
+    ranked_all = index.rank(_with_limit(query, want + len(tied_set)), relevant_only=True,
+                            min_score=min_score)
+    ranked = [s for s in ranked_all if s.record.id not in tied_set]
+    capped = len(ranked_all) >= want + len(tied_set) and want > 0
+    total = len(tied_scored) + len(ranked)
+    if limit is not None:
+        ranked = ranked[: max(0, limit - len(tied_scored))]
+    return Related(tuple(tied_scored), tuple(ranked), total, capped)
+
+
+def _with_limit(query: RetrievalQuery, limit: int) -> RetrievalQuery:
+    return RetrievalQuery(text=query.text, architecture=query.architecture, now=query.now,
+                          half_life_days=query.half_life_days, limit=limit, weights=query.weights)

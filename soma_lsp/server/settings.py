@@ -1,0 +1,182 @@
+"""Typed settings of the server, section `soma` (docs/architecture.md, "Server ↔ clients").
+
+Sources, later ones winning field by field: `initializationOptions`, the `workspace/configuration`
+answer for section `soma`, and `workspace/didChangeConfiguration` (when the client cannot be asked).
+Every field has a default. A value of the wrong type or out of range is reported (`problems`, which
+the server shows with `window/showMessage` and logs) and replaced by the default; unknown keys are
+ignored (clients carry their own keys in the same section, e.g. `soma.server.command`, `soma.trace`).
+
+Nested objects and dotted keys are the same thing: `{"hover": {"count": 5}}` = `{"hover.count": 5}`.
+
+Defaults worth knowing:
+
+* `hover.minScore` = 0.45. A record scores at least `w_importance·importance` (+ recency) with no
+  match at all, so the floor must sit above what importance and recency give alone: with the
+  default weights a record that merely shares a word scores ≈ 0.25–0.40, one whose name or
+  headline matches the code ≈ 0.5–0.8. Ties pass whatever their score (SPEC 3).
+* `hover.count` = 3: tied records first, then the best ranked, three in all.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..retrieval import DEFAULT_HALF_LIFE_DAYS, DEFAULT_WEIGHTS, TERMS, Weights
+
+SECTION = "soma"
+SEVERITIES = ("warning", "information", "hint", "off")
+DEFAULT_MIN_SCORE = 0.45
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    pool: tuple[str, ...] | None = None  # None: `.soma/pool` of each workspace folder (or SOMA_POOL)
+    weights: Weights = DEFAULT_WEIGHTS
+    half_life_days: float = DEFAULT_HALF_LIFE_DAYS
+    hover_count: int = 3
+    min_score: float = DEFAULT_MIN_SCORE
+    code_lens: bool = True
+    dead_end_severity: str = "warning"
+
+    def to_json(self) -> dict[str, Any]:
+        """The settings in the client's shape (for logs and `soma.poolStatus`)."""
+        return {
+            "pool": list(self.pool) if self.pool is not None else None,
+            "weights": self.weights.as_dict(),
+            "halfLifeDays": self.half_life_days,
+            "hover": {"count": self.hover_count, "minScore": self.min_score},
+            "codeLens": {"enabled": self.code_lens},
+            "deadEnds": {"severity": self.dead_end_severity},
+        }
+
+
+class Invalid(ValueError):
+    pass
+
+
+def _kind(value: Any) -> str:
+    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list",
+             dict: "an object", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _pool(value: Any) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return (value,) if value.strip() else None
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        paths = tuple(v for v in value if v.strip())
+        return paths or None
+    raise Invalid(f"expected a path or a list of paths, got {_kind(value)}")
+
+
+def _weights(value: Any) -> Weights:
+    if value is None:
+        return DEFAULT_WEIGHTS
+    if not isinstance(value, Mapping):
+        raise Invalid(f"expected an object {{{', '.join(TERMS)}}}, got {_kind(value)}")
+    for key, weight in value.items():
+        if key in TERMS and (isinstance(weight, bool) or not isinstance(weight, int | float)):
+            raise Invalid(f"weights.{key}: expected a number, got {_kind(weight)}")
+    try:
+        return Weights.coerce({k: v for k, v in value.items()})
+    except (ValueError, TypeError) as error:
+        raise Invalid(str(error)) from None
+
+
+def _number(low: float, high: float = math.inf, *, low_open: bool = False,
+            integer: bool = False) -> Callable[[Any], float]:
+    def check(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise Invalid(f"expected a number, got {_kind(value)}")
+        if integer and value != int(value):
+            raise Invalid(f"expected a whole number, got {value!r}")
+        if not math.isfinite(value) or value < low or value > high or (low_open and value == low):
+            bound = f"> {low}" if low_open else f">= {low}"
+            raise Invalid(f"expected a number {bound}" + (f" and <= {high}" if high != math.inf else "")
+                          + f", got {value!r}")
+        return int(value) if integer else float(value)
+    return check
+
+
+def _boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise Invalid(f"expected true or false, got {_kind(value)}")
+    return value
+
+
+def _severity(value: Any) -> str:
+    if not isinstance(value, str) or value.strip().lower() not in SEVERITIES:
+        raise Invalid(f"expected one of {', '.join(SEVERITIES)}, got {value!r}")
+    return value.strip().lower()
+
+
+# setting key (dotted, as clients spell it) → (Settings field, validator)
+FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "pool": ("pool", _pool),
+    "weights": ("weights", _weights),
+    "halfLifeDays": ("half_life_days", _number(0.0, low_open=True)),
+    "hover.count": ("hover_count", _number(1, 50, integer=True)),
+    "hover.minScore": ("min_score", _number(0.0, 1.0)),
+    "codeLens.enabled": ("code_lens", _boolean),
+    "deadEnds.severity": ("dead_end_severity", _severity),
+}
+_LEAVES = {"weights"}  # objects that are one value, not a group of keys
+
+
+def flatten(raw: Any, prefix: str = "") -> dict[str, Any]:
+    """`{"hover": {"count": 3}}` → `{"hover.count": 3}`; known object-valued keys stay whole."""
+    out: dict[str, Any] = {}
+    if not isinstance(raw, Mapping):
+        return out
+    for key, value in raw.items():
+        if not isinstance(key, str):
+            continue
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and name not in _LEAVES and name not in FIELDS:
+            out.update(flatten(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
+
+
+def section_of(raw: Any) -> Any:
+    """Accept either the `soma` section itself or an object holding it (`{"soma": {...}}`)."""
+    if isinstance(raw, Mapping) and isinstance(raw.get(SECTION), Mapping):
+        return raw[SECTION]
+    return raw
+
+
+def parse(*sources: Any) -> tuple[Settings, list[str]]:
+    """Settings from the sources (later wins per key) and the problems found, one line each."""
+    merged: dict[str, Any] = {}
+    for source in sources:
+        merged.update(flatten(section_of(source)))
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    for key, (name, check) in FIELDS.items():
+        if key not in merged:
+            continue
+        try:
+            values[name] = check(merged[key])
+        except Invalid as error:
+            default = getattr(Settings(), name)
+            shown = default.as_dict() if isinstance(default, Weights) else default
+            problems.append(f"soma.{key}: {error}; using the default ({_show(shown)})")
+    return replace(Settings(), **values), problems
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "the workspace's .soma/pool"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+__all__ = ["DEFAULT_MIN_SCORE", "FIELDS", "SECTION", "SEVERITIES", "Settings", "flatten", "parse",
+           "section_of"]
