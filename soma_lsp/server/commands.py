@@ -115,7 +115,8 @@ async def find_related_experiments(ls: "SomaServer", arguments: Any) -> list[dic
     if uri is None:
         def work():
             query = retrieval_query(None, settings, now, text=text, limit=None)
-            return find_related(index, query, (), min_score=settings.min_score, limit=limit or None)
+            return find_related(index, query, (), min_score=settings.min_score, limit=limit or None,
+                                min_terms=1)
         related = await ls.run_query(work)
     else:
         try:

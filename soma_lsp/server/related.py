@@ -3,7 +3,13 @@
 Pure over its inputs (an index, a built query, settings, `now`), so hover, lenses, the commands and
 `soma-lsp explain` all go through the same code.
 
-* **Relevance gate**: ranked records need lexical > 0 or structural > 0 and score ≥ `hover.minScore`.
+* **Relevance gate**: ranked records need lexical > 0 or structural > 0 and score ≥ `hover.minScore`;
+  for code scopes (hover, lenses, find-related on a document) also *evidence*: at least
+  `MIN_MATCHED_TERMS` distinct query terms in the record's text, or a shared component. The core's
+  lexical term is normalised by the best match of the query, so the best lexical match always has
+  lexical = 1 however weak it is in absolute terms (one shared word such as `load` or `torch`);
+  the evidence rule keeps such single-word coincidences out of hovers and lenses. A text given
+  explicitly (the command's `text` alone) needs one matched term, as the core's gate says.
 * **Ties**: records whose `code` ties name this file and point at the scope — the definition itself,
   one it encloses or that encloses it (`Class` for `Class.method`) — or the file as a whole. With no
   definition as scope, a hover (the cursor outside every definition) takes only whole-file ties,
@@ -21,6 +27,9 @@ from ..query import BuiltQuery, Definition, find_definition, related as symbols_
 from ..records import Record
 from ..retrieval import LiveIndex, RetrievalQuery, ScoredRecord
 from .settings import Settings
+
+#: Distinct matched query terms a ranked record needs in a code scope (or a shared component).
+MIN_MATCHED_TERMS = 2
 
 #: How far the gated ranking is read to count "N more related" (beyond it: "N+ more").
 COUNT_CAP = 200
@@ -96,8 +105,13 @@ def _tie_order(scored: ScoredRecord) -> tuple:
     return (not scored.dead_end, -scored.score, scored.record.id)
 
 
+def has_evidence(scored: ScoredRecord, min_terms: int) -> bool:
+    parts = scored.components
+    return len(parts.matched_terms) >= min_terms or bool(parts.structural)
+
+
 def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Record], *, min_score: float,
-                 limit: int | None, count: bool = True) -> Related:
+                 limit: int | None, count: bool = True, min_terms: int = MIN_MATCHED_TERMS) -> Related:
     """Ties first (scored with the same query), then the gated ranking without them.
 
     `limit` bounds what is returned (None: everything up to COUNT_CAP); with `count`, the gated
@@ -108,7 +122,7 @@ def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Record]
     want = COUNT_CAP if (count or limit is None) else max(0, limit - len(tied_scored))
     ranked_all = index.rank(_with_limit(query, want + len(tied_set)), relevant_only=True,
                             min_score=min_score)
-    ranked = [s for s in ranked_all if s.record.id not in tied_set]
+    ranked = [s for s in ranked_all if s.record.id not in tied_set and has_evidence(s, min_terms)]
     capped = len(ranked_all) >= want + len(tied_set) and want > 0
     total = len(tied_scored) + len(ranked)
     if limit is not None:

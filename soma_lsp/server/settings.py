@@ -10,10 +10,11 @@ Nested objects and dotted keys are the same thing: `{"hover": {"count": 5}}` = `
 
 Defaults worth knowing:
 
-* `hover.minScore` = 0.45. A record scores at least `w_importance·importance` (+ recency) with no
-  match at all, so the floor must sit above what importance and recency give alone: with the
-  default weights a record that merely shares a word scores ≈ 0.25–0.40, one whose name or
-  headline matches the code ≈ 0.5–0.8. Ties pass whatever their score (SPEC 3).
+* `hover.minScore` = 0.5. Without structural evidence the effective weights are lexical 0.53,
+  recency 0.20, importance 0.27, so a record with no match at all would still score up to ≈ 0.47
+  from importance and recency alone; 0.5 needs a real lexical share on top. On the fixtures a
+  weak coincidence scores 0.3–0.45 and the records that bear on a definition 0.5–0.8. Ties pass
+  whatever their score (SPEC 3); see `related` for the evidence rule that goes with it.
 * `hover.count` = 3: tied records first, then the best ranked, three in all.
 """
 
@@ -28,7 +29,7 @@ from ..retrieval import DEFAULT_HALF_LIFE_DAYS, DEFAULT_WEIGHTS, TERMS, Weights
 
 SECTION = "soma"
 SEVERITIES = ("warning", "information", "hint", "off")
-DEFAULT_MIN_SCORE = 0.45
+DEFAULT_MIN_SCORE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
