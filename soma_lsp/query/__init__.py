@@ -134,7 +134,17 @@ def build_query(
     selection: Range | None = None,
     scope: Scope = "find",
 ) -> BuiltQuery:
-    """Build the query for a document, a position and a scope (see the module docstring)."""
+    """Build the query for a document, a position and a scope (see the module docstring).
+    ``position`` is (line, UTF-16 character); ``selection`` is (start, end) positions, either
+    order. Never raises: on an internal error the whole file's words are the text."""
+    try:
+        return _build_query(source, path, position, selection, scope)
+    except Exception:  # a bug here must not take hover/lens/find down with it
+        words = identifiers(source, code_noise("text") | STOP_WORDS)
+        return BuiltQuery(" ".join(dict.fromkeys(words)))
+
+
+def _build_query(source: str, path: str, position, selection, scope) -> BuiltQuery:
     doc = parse(source, path)
     index = doc.index
     n = len(source)

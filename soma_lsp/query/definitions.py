@@ -254,6 +254,11 @@ _SQ = {'"': re.compile(r'(?:[^"\\]|\\.)*"'), "'": re.compile(r"(?:[^'\\]|\\.)*'"
 _TQ = {'"""': re.compile(r'(?:[^\\]|\\.)*?"""', re.S), "'''": re.compile(r"(?:[^\\]|\\.)*?'''", re.S)}
 
 
+def _ends_with_backslash(line: str) -> bool:
+    stripped = line.rstrip("\r")
+    return (len(stripped) - len(stripped.rstrip("\\"))) % 2 == 1
+
+
 def scan_python_definitions(index: LineIndex) -> list[Definition]:
     """Python definitions by indentation, tolerant of anything between the headers."""
     lines = index.lines
@@ -264,9 +269,11 @@ def scan_python_definitions(index: LineIndex) -> list[Definition]:
     continued = False
     for i, line in enumerate(lines):
         pos = 0
-        if triple is not None:
-            m = _TQ[triple].match(line)
+        if triple is not None:  # inside a string opened on an earlier line
+            m = (_TQ if len(triple) == 3 else _SQ)[triple].match(line)
             if not m:
+                if len(triple) == 1 and not _ends_with_backslash(line):
+                    triple = None  # an unterminated one-line string ends here
                 continue
             triple, pos = None, m.end()
             continued = depth > 0
@@ -294,7 +301,11 @@ def scan_python_definitions(index: LineIndex) -> list[Definition]:
                     pos = e.end()
                 else:
                     e = _SQ[q].match(line, m.end())
-                    pos = e.end() if e else len(line)
+                    if not e:
+                        if _ends_with_backslash(line):
+                            triple = q  # "…\ continues the string on the next line
+                        break
+                    pos = e.end()
                 continue
             if tok == "#":
                 break
@@ -320,8 +331,12 @@ def scan_python_definitions(index: LineIndex) -> list[Definition]:
         # extend over continuation lines of the last statement (up to the next statement start)
         limit = starts[j][0] if j < len(starts) else len(lines)
         for c in range(end_line + 1, limit):
-            if lines[c].strip() and not lines[c].lstrip().startswith("#"):
-                end_line = c
+            text = lines[c].lstrip(" \t")
+            if not text.strip():
+                continue
+            if text.startswith("#") and len(lines[c]) - len(text) <= indent:
+                break  # a comment at the header's level belongs to what follows
+            end_line = c
         first = line_no
         b = k - 1
         while b >= 0 and starts[b][1] == indent and lines[starts[b][0]].lstrip().startswith("@"):
