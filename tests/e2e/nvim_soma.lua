@@ -335,6 +335,14 @@ step('pool_change', function(res)
   local rms_line, text = find_line('^class RMSNorm')
   need(rms_line, 'class RMSNorm not found')
   res.rms_line, res.rms_col = rms_line, text:find('RMSNorm', 1, true) - 1
+  local function rms_lens()
+    for _, lens in ipairs(vim.lsp.codelens.get(buf)) do
+      if lens.range.start.line == rms_line and lens.command then
+        return lens.command.title
+      end
+    end
+  end
+  res.lens_before = rms_lens()
   local dir = workspace .. '/.soma/pool/nvim-e2e'
   vim.fn.mkdir(dir, 'p')
   local file = dir .. '/exp-9001.json'
@@ -351,9 +359,16 @@ step('pool_change', function(res)
   }) }, file)
   res.added = vim.wait(20000, function() return has_diag('exp-9001') ~= nil end, 50)
   res.after_add = diags()
-  if res.added then
-    res.hover_after_add = hover_text(res.rms_line, res.rms_col + 1)
-  end
+  -- the server asks for a lens refresh (workspace/codeLens/refresh); no BufEnter here
+  vim.wait(10000, function() return rms_lens() ~= res.lens_before end, 50)
+  res.lens_after_add = rms_lens()
+  -- the next request sees it too
+  vim.api.nvim_win_set_cursor(0, { res.rms_line + 1, res.rms_col + 1 })
+  vim.fn.setqflist({}, 'r', { title = 'empty', items = {} })
+  local n = #select_calls
+  vim.cmd('SomaRelated')
+  vim.wait(10000, function() return #select_calls > n end, 20)
+  res.related_after_add = vim.tbl_map(function(q) return q.id end, (qf_items()))
   os.remove(file)
   res.removed = vim.wait(20000, function() return has_diag('exp-9001') == nil end, 50)
   res.after_remove = diags()
