@@ -66,7 +66,8 @@ local function probe(cmd, root, settings)
       return nil, string.format('no answer to %s within %d ms', method, M.timeout)
     end
     if not done then
-      return nil, 'the server exited: ' .. vim.inspect(out.exit)
+      return nil, string.format('the server exited (code %s, signal %s) before answering %s',
+        tostring(out.exit and out.exit.code), tostring(out.exit and out.exit.signal), method)
     end
     return res, e and rpc_error_text(e) or nil
   end
@@ -197,7 +198,9 @@ function M.check()
   elseif #pools > 0 then
     health.warn('the pool holds no records')
   end
-  if errors > 0 then
+  if records == 0 and errors == 0 then
+    return
+  elseif errors > 0 then
     health.warn(string.format('%d problems in the pool (bad records or unreadable files)', errors),
       { 'Run `soma-lsp check` in the workspace for the list' })
   else

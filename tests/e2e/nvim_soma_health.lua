@@ -1,0 +1,20 @@
+-- :checkhealth soma alone, for a given server command and workspace.
+-- Usage: nvim --headless --clean -l nvim_soma_health.lua <plugin_dir> <workspace> <cmd.json> <out.json>
+local plugin_dir, workspace, cmd_json, out_path = arg[1], arg[2], arg[3], arg[4]
+vim.g.loaded_python3_provider = 0
+local R = { notifications = {} }
+vim.notify = function(msg, level) table.insert(R.notifications, { msg = tostring(msg), level = level }) end
+local ok, err = pcall(function()
+  vim.opt.runtimepath:prepend(plugin_dir)
+  vim.cmd.runtime('plugin/soma.lua')
+  vim.fn.chdir(workspace)
+  require('soma.health').timeout = 10000
+  require('soma').setup({ cmd = vim.json.decode(cmd_json) })
+  vim.cmd('checkhealth soma')
+  R.lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+end)
+R.ok, R.error = ok, not ok and tostring(err) or nil
+vim.fn.writefile({ vim.json.encode(R) }, out_path)
+for _, c in ipairs(vim.lsp.get_clients()) do c:stop() end
+vim.wait(3000, function() return #vim.lsp.get_clients() == 0 end, 20)
+os.exit(0)
