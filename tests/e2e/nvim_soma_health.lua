@@ -12,6 +12,12 @@ local ok, err = pcall(function()
   require('soma').setup({ cmd = vim.json.decode(cmd_json) })
   vim.cmd('checkhealth soma')
   R.lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+  -- no client in a scratch buffer: the commands say so instead of failing silently
+  if #vim.api.nvim_list_tabpages() > 1 then vim.cmd.tabclose() end
+  vim.cmd.enew()
+  vim.cmd('SomaRelated')
+  vim.cmd('SomaReload')
+  R.no_client = vim.tbl_map(function(n) return n.msg end, R.notifications)
 end)
 R.ok, R.error = ok, not ok and tostring(err) or nil
 vim.fn.writefile({ vim.json.encode(R) }, out_path)

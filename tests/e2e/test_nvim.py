@@ -219,7 +219,7 @@ def test_no_errors_notified(run):
     assert run["exit_code"] == 0 and run["_returncode"] == 0, run["_stderr"][-3000:]
 
 
-def _health(tmp_path: Path, cmd: list[str], *, pool: bool = True) -> str:
+def _health(tmp_path: Path, cmd: list[str], *, pool: bool = True) -> tuple[str, dict]:
     workspace = tmp_path / "workspace"
     shutil.copytree(FIXTURE, workspace, ignore=None if pool else shutil.ignore_patterns(".soma"))
     out = tmp_path / "health.json"
@@ -235,26 +235,28 @@ def _health(tmp_path: Path, cmd: list[str], *, pool: bool = True) -> str:
     assert out.exists(), f"no report from the health driver (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
     report = json.loads(out.read_text())
     assert report["ok"], report["error"]
-    return "\n".join(report["lines"])
+    return "\n".join(report["lines"]), report
 
 
 HEALTH_DRIVER = Path(__file__).with_name("nvim_soma_health.lua")
 
 
 def test_checkhealth_missing_command(tmp_path):
-    text = _health(tmp_path, [str(tmp_path / "no-such-soma-lsp")])
+    text, report = _health(tmp_path, [str(tmp_path / "no-such-soma-lsp")])
     assert "ERROR server command not found" in text, text
     assert "answers initialize" not in text, text
+    said = report["no_client"]
+    assert len(said) == 2 and all("not running" in m for m in said), f":SomaRelated/:SomaReload without a client: {said}"
 
 
 def test_checkhealth_server_that_exits(tmp_path):
-    text = _health(tmp_path, [sys.executable, "-c", "import sys; sys.exit(3)"])
+    text, _ = _health(tmp_path, [sys.executable, "-c", "import sys; sys.exit(3)"])
     assert "OK server command" in text, text
     assert "ERROR the server did not answer initialize" in text, text
 
 
 def test_checkhealth_without_pool(tmp_path):
-    text = _health(tmp_path, [sys.executable, "-m", "soma_lsp"], pool=False)
+    text, _ = _health(tmp_path, [sys.executable, "-m", "soma_lsp"], pool=False)
     assert "OK the server answers initialize" in text, text
     assert "ERROR" not in text, text
     assert re.search(r"WARNING (no pool|pool does not exist|the pool holds no records)", text), text

@@ -336,9 +336,6 @@ local function on_attach(client, bufnr)
     })
     refresh_lenses(bufnr)
   end
-  if opts.on_attach then
-    opts.on_attach(client, bufnr)
-  end
 end
 
 local handlers = {
@@ -373,7 +370,7 @@ function M.lsp_config(opts)
     settings = { soma = settings },
     capabilities = capabilities,
     handlers = handlers,
-    on_attach = on_attach,
+    on_attach = opts.on_attach,
     commands = { ['soma.showRelated'] = M.show_related_command },
   }
 end
@@ -393,6 +390,17 @@ function M.setup(opts)
   -- the lens command is client-side (the server does not advertise it)
   vim.lsp.commands['soma.showRelated'] = M.show_related_command
   M.create_commands()
+  -- an autocmd rather than on_attach, so a user's `vim.lsp.config('*', { on_attach = … })` still runs
+  vim.api.nvim_create_autocmd('LspAttach', {
+    group = vim.api.nvim_create_augroup('soma.attach', { clear = true }),
+    desc = 'soma: code lens refresh',
+    callback = function(ev)
+      local client = vim.lsp.get_client_by_id(ev.data.client_id)
+      if client and client.name == M.name then
+        on_attach(client, ev.buf)
+      end
+    end,
+  })
   vim.lsp.config(M.name, M.lsp_config(config))
   vim.lsp.enable(M.name)
 end
