@@ -241,3 +241,15 @@ def test_pathological_nesting_stays_fast(path):
     assert time.perf_counter() - t < 2.0
     if path == "a.py":  # the regex path still finds the definition and the instantiation
         assert q.scope.qualname == "f" and q.architecture == {"Linear": 1.0}
+
+
+def test_pure_layer_imports_no_lsp_or_io_libraries():
+    import subprocess
+    import sys
+
+    code = ("import sys, soma_lsp.query as q; "
+            "q.build_query('import torch.nn as nn\\nx = nn.Linear(1, 2)\\n', 'a.py', scope='file'); "
+            "q.architecture_bag('model: gpt', 'a.yaml'); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pygls', 'lsprotocol', 'watchfiles')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -48,7 +48,27 @@ DEFAULT_ALIASES = {
 _IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n;]+)", re.M)
 _FROM = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)?|[^\n;]+)", re.M)
 _CLASS = re.compile(r"^[ \t]*class[ \t]+([^\W\d]\w*)[ \t]*\(([^)]*)\)", re.M)
-_CALL = re.compile(r"(?<![\w.])((?:[^\W\d]\w*[ \t]*\.[ \t]*)*[^\W\d]\w*)[ \t]*\(")
+_CAP_CALL = re.compile(r"(?<!\w)([^\W\d_a-z]\w*)[ \t]*\(")
+_DOT_OR_WORD = frozenset(".)]_")
+
+
+def _dotted_start(text: str, i: int) -> int:
+    """Start of the dotted name ending at ``i`` (``torch . nn.`` before ``Linear``)."""
+    while True:
+        j = i - 1
+        while j >= 0 and text[j] in " \t":
+            j -= 1
+        if j < 0 or text[j] != ".":
+            return i
+        j -= 1
+        while j >= 0 and text[j] in " \t":
+            j -= 1
+        k = j
+        while k >= 0 and (text[k].isalnum() or text[k] == "_"):
+            k -= 1
+        if k == j or text[k + 1].isdigit():
+            return i  # `).X(` or `1.X(`: no name before the dot
+        i = k + 1
 _SPACE = re.compile(r"\s+")
 _DEF_BEFORE = re.compile(r"(?:^|\W)(?:def|class)[ \t]+$")
 
@@ -136,16 +156,19 @@ class PythonArchitecture:
         return _layer_class(_resolve(dotted, self.aliases))
 
     def calls(self, masked: str) -> list[tuple[int, str]]:
-        """(offset, component) of every counted instantiation in the file, in order."""
+        """(offset, component) of every counted instantiation in the file, in order.
+
+        Layer and module classes are CapWords, so the search starts at a capitalised name followed
+        by ``(`` (rare in code, hence fast) and walks back over ``a.b.`` to the dotted callee."""
         out: list[tuple[int, str]] = []
         memo: dict[str, str | None] = {}
-        for m in _CALL.finditer(masked):
-            dotted = m.group(1)
-            if not dotted[dotted.rfind(".") + 1:].lstrip()[:1].isupper():
-                continue  # layer classes are CapWords: skip self.x(), torch.ones() fast
-            s = m.start()
+        for m in _CAP_CALL.finditer(masked):
+            s = _dotted_start(masked, m.start())
+            if s > 0 and masked[s - 1] in _DOT_OR_WORD:
+                continue  # foo().Linear(…), x[0].Dense(…): not a name we can resolve
             if _DEF_BEFORE.search(masked, max(0, s - 12), s):
                 continue
+            dotted = masked[s:m.end(1)]
             if dotted not in memo:
                 memo[dotted] = self.component(_SPACE.sub("", dotted))
             name = memo[dotted]
@@ -280,7 +303,7 @@ def _parse_prefix(text: str, loader):
 _JSON_KEY = re.compile(r'"(architecture|architectures|arch|model|model_type|components|layers|blocks|modules)"\s*:\s*', re.I)
 
 
-_BRACKET = re.compile(r"[\[\](){}]")
+_NOT_BRACKET = re.compile(r"[^\[\](){}]+")
 MAX_NESTING = 400
 
 
@@ -290,9 +313,12 @@ def too_deep(source: str, limit: int = MAX_NESTING) -> bool:
     on deep flow collections; no real source nests this deep, so such text gets the regex path."""
     if "(((" not in source and "[[[" not in source and "{{{" not in source and len(source) < 20_000:
         return False
+    brackets = _NOT_BRACKET.sub("", source)
+    if len(brackets) <= limit:
+        return False
     depth = 0
-    for m in _BRACKET.finditer(source):
-        if m.group() in "([{":
+    for c in brackets:
+        if c in "([{":
             depth += 1
             if depth > limit:
                 return True

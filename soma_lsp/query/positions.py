@@ -74,6 +74,8 @@ class LineIndex:
         """LSP position of a code-point offset (clamped into the text)."""
         offset = max(0, min(offset, len(self.source)))
         row = bisect_right(self.starts, offset) - 1
+        if self.ascii:
+            return (row, offset - self.starts[row])
         return (row, index_to_utf16(self.lines[row], offset - self.starts[row]))
 
     def point_offset(self, row: int, byte_column: int) -> int:
