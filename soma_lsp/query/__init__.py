@@ -8,8 +8,10 @@ clamped; nothing here raises on any text or position.
 Scopes (``scope=``):
 
 * ``"hover"`` — the innermost definition (function, method, class) enclosing the cursor, plus the
-  word under it (``BuiltQuery.word``). Outside any definition ``scope`` is None and the text is
-  the top-level statement under the cursor (the line, when the file does not parse cleanly).
+  word under it (``BuiltQuery.word``: the letters/digits/``_`` run at or just before the cursor;
+  None on whitespace, on a keyword or other noise word, on a bare number). Outside any
+  definition ``scope`` is None and the text is the top-level statement under the cursor (the
+  line, when the file does not parse cleanly).
 * ``"lens"`` — the definition whose name is on the position's line (else the innermost one
   enclosing it); with none, the whole file (a file-level lens).
 * ``"find"`` — the selection (``scope`` is then the innermost definition containing it, for ties),

@@ -151,7 +151,8 @@ def _build(source: str, lang: str) -> ParsedDoc:
     return doc
 
 
-_CACHE_SIZE = 16
+_CACHE_SIZE = 16  # documents (a few open editors, a few versions each)
+_CACHE_CHARS = 8_000_000  # and at most this much text, whatever the count
 _cache: OrderedDict[tuple[str, str], ParsedDoc] = OrderedDict()
 _cache_lock = threading.Lock()
 
@@ -168,7 +169,8 @@ def parse(source: str, path: str) -> ParsedDoc:
     doc = _build(source, lang)
     with _cache_lock:
         _cache[key] = doc
-        while len(_cache) > _CACHE_SIZE:
+        while len(_cache) > 1 and (len(_cache) > _CACHE_SIZE
+                                   or sum(len(k[1]) for k in _cache) > _CACHE_CHARS):
             _cache.popitem(last=False)
     return doc
 

@@ -7,6 +7,19 @@ to prose. Both drop one-character words and dunders (``__init__`` is in every cl
 
 The relevance gate lets a record through on any lexical match, so words that match everything
 ("the", "self", "int") must not reach the query at all.
+
+Code noise, per language (unknown languages: the union):
+* Python — every keyword and soft keyword; every name in ``builtins`` (``int``, ``len``,
+  ``range``, ``print``, ``super``, ``isinstance``, exception classes…); ``self``, ``cls``,
+  ``args``, ``kwargs``; typing names (``Optional``, ``List``, ``Any``, ``Callable``…); decorator
+  boilerplate (``dataclass``, ``property``, ``staticmethod``…); module aliases found in every file
+  of their kind (``nn``, ``np``, ``jnp``, ``os``, ``sys``, ``re``, ``math``…). ``torch``, ``jax``,
+  ``Module`` and ``forward`` are kept: they say which framework and which method.
+* C/C++/CUDA, Rust, Go, JS/TS, Julia, shell — keywords, primitive types, ``this``/``self``/``nil``,
+  the standard containers and printing (``std``, ``Vec``, ``console``, ``fmt``, ``echo``…).
+* Everywhere — one-character names (``x``, ``i``, ``q``), dunders (``__init__``), ``_``.
+Prose: a list of English stop words plus docstring boilerplate (``returns``, ``param``, ``args``,
+``shape``) and URL parts (``http``, ``www``, ``com``); pure numbers go, ``500k`` and ``fp32`` stay.
 """
 
 from __future__ import annotations
