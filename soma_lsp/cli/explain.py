@@ -1,0 +1,117 @@
+"""`soma-lsp explain FILE[:LINE[:COL]]`: what the editor would show there, as plain text.
+
+It runs the server's own feature code (`server.hover.compute`, `server.diagnostics.compute`,
+`server.code_lens.compute`) over the file as it is on disk and the pool as the server would load
+it, so what it prints is what a hover, the lenses and the dead-end warnings show. LINE and COL are
+1-based (COL defaults to the first non-blank character of the line). Without LINE: every warning of
+the file and the lens of every definition.
+
+The workspace is the nearest directory above FILE holding `.soma/pool` (else `--workspace`, else
+the current directory); the pool comes from `--pool`, `$SOMA_POOL` or `.soma/pool` (SPEC 1.1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("explain", help="print what the hover and warnings would show at FILE[:LINE[:COL]]",
+                                   description=__doc__.split("\n\n")[0])
+    parser.add_argument("location", metavar="FILE[:LINE[:COL]]")
+    parser.add_argument("--pool", action="append", metavar="DIR", help="a pool directory (repeatable)")
+    parser.add_argument("--workspace", metavar="DIR", help="the workspace root (default: found from FILE)")
+    parser.add_argument("--now", metavar="RFC3339", help="the time ages and recency are measured at (default: now)")
+    parser.set_defaults(run=run)
+
+
+_LOCATION = re.compile(r"^(?P<file>.+?)(?::(?P<line>\d+)(?::(?P<col>\d+))?)?$")
+
+
+def parse_location(text: str) -> tuple[str, int | None, int | None]:
+    if os.path.exists(text):
+        return text, None, None
+    match = _LOCATION.match(text)
+    if match is None:
+        return text, None, None
+    line, col = match.group("line"), match.group("col")
+    return match.group("file"), int(line) if line else None, int(col) if col else None
+
+
+def find_workspace(path: Path) -> Path:
+    for parent in [path.parent, *path.parent.parents]:
+        if (parent / ".soma" / "pool").is_dir():
+            return parent
+    return Path.cwd()
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..pool import LivePool, pool_roots
+    from ..retrieval import LiveIndex
+    from ..server import code_lens, convert, diagnostics, hover
+    from ..server.server import Snapshot
+    from ..server.settings import Settings
+
+    file, line, col = parse_location(args.location)
+    path = Path(file).resolve()
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        print(f"soma-lsp explain: cannot read {file}: {error}", file=sys.stderr)
+        return 2
+    now = datetime.now(timezone.utc)
+    if args.now:
+        try:
+            now = datetime.fromisoformat(args.now.replace("Z", "+00:00"))
+            now = now if now.tzinfo else now.replace(tzinfo=timezone.utc)
+        except ValueError:
+            print(f"soma-lsp explain: --now expects an RFC 3339 time, got {args.now!r}", file=sys.stderr)
+            return 2
+    workspace = Path(args.workspace).resolve() if args.workspace else find_workspace(path)
+    index = LiveIndex()
+    pool = LivePool(pool_roots([workspace], args.pool, os.environ), index)
+    pool.load()
+    settings = Settings()
+    relpath = convert.relative_to_folders(str(path), [str(workspace)])
+    snap = Snapshot(path.as_uri(), str(path), relpath, source, None)
+    lines = snap.lines
+    shown = relpath or str(path)
+    out = sys.stdout
+
+    found = diagnostics.compute(index, pool, snap, settings.dead_end_severity)
+    if line is not None:
+        if not 1 <= line <= len(lines):
+            print(f"soma-lsp explain: {shown} has {len(lines)} lines, not {line}", file=sys.stderr)
+            return 2
+        text = lines[line - 1]
+        column = col - 1 if col else len(text) - len(text.lstrip())
+        character = len(text[:column].encode("utf-16-le")) // 2
+        out.write(f"{shown}:{line}:{column + 1}\n")
+        view = hover.compute(index, snap, (line - 1, character), settings, now)
+        out.write("hover:\n")
+        out.write(_indent(hover.render_plain(view)) if view else "  (nothing related)\n")
+        found = [d for d in found if d.range.start.line == line - 1]
+    else:
+        out.write(f"{shown}\nlenses:\n")
+        lenses = code_lens.compute(index, snap, settings, now)
+        for lens in lenses:
+            name = lines[lens.line][lens.start:lens.end]
+            out.write(f"  {lens.line + 1}:{lens.start + 1} {name}: {lens.title}\n")
+        if not lenses:
+            out.write("  (none)\n")
+    out.write("warnings:\n" if found else "warnings: (none)\n")
+    for diagnostic in found:
+        severity = {1: "error", 2: "warning", 3: "information", 4: "hint"}.get(int(diagnostic.severity or 2))
+        start = diagnostic.range.start
+        out.write(f"  {shown}:{start.line + 1}:{start.character + 1}: {severity}: {diagnostic.message}"
+                  f" [{diagnostic.code}]\n")
+    return 0
+
+
+def _indent(text: str) -> str:
+    return "".join(f"  {line}\n" for line in text.splitlines())
