@@ -1,8 +1,15 @@
 -- Drive soma-lsp through the editors/nvim plugin inside real headless Neovim 0.11.
 -- Usage: nvim --headless --clean -l nvim_soma.lua <plugin_dir> <workspace> <python> <out.json>
+--        [<settings.json> <step,step,...>]   (settings for setup(); only these steps)
 -- Every step runs under pcall and records its result (or its error) in R.steps[name]; the JSON goes
 -- to stdout and to <out.json>. Assertions are made in tests/e2e/test_nvim.py.
 local plugin_dir, workspace, python, out_path = arg[1], arg[2], arg[3], arg[4]
+local settings = arg[5] and vim.json.decode(arg[5]) or nil
+local only = nil
+if arg[6] then
+  only = {}
+  for name in arg[6]:gmatch('[^,]+') do only[name] = true end
+end
 
 vim.g.loaded_python3_provider = 0 -- ftplugin/python probes the provider (~1-2 s) otherwise
 
@@ -24,6 +31,9 @@ end
 
 --- Run one step; a failure is recorded and the later steps still run unless `fatal`.
 local function step(name, fn, fatal)
+  if only and not only[name] then
+    return true
+  end
   table.insert(R.order, name)
   local res = { }
   local ok, err = xpcall(function() fn(res) end, debug.traceback)
@@ -138,7 +148,7 @@ step('setup', function(res)
   vim.cmd.runtime('plugin/soma.lua')
   vim.fn.chdir(workspace)
   res.commands_before_setup = vim.fn.exists(':SomaRelated') == 2
-  require('soma').setup({ cmd = { python, '-m', 'soma_lsp' } })
+  require('soma').setup({ cmd = { python, '-m', 'soma_lsp' }, settings = settings })
   res.commands = {
     SomaRelated = vim.fn.exists(':SomaRelated') == 2,
     SomaReload = vim.fn.exists(':SomaReload') == 2,
@@ -310,6 +320,10 @@ end)
 
 step('diagnostics', function(res)
   res.found = vim.wait(15000, function() return has_diag('exp-0042') ~= nil end, 50)
+  if not class_line then
+    local l, text = find_line('^class RotaryEmbedding')
+    class_line, name_col = l, text:find('RotaryEmbedding', 1, true) - 1
+  end
   res.class_line, res.name_col = class_line, name_col
   res.all = diags()
 end)

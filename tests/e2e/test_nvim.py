@@ -260,3 +260,29 @@ def test_checkhealth_without_pool(tmp_path):
     assert "OK the server answers initialize" in text, text
     assert "ERROR" not in text, text
     assert re.search(r"WARNING (no pool|pool does not exist|the pool holds no records)", text), text
+
+
+def test_settings_reach_the_server(tmp_path):
+    """setup({settings}) is the `soma` section: sent as initializationOptions and answered to
+    workspace/configuration; deadEnds.severity = information turns the warning into information."""
+    workspace = tmp_path / "workspace"
+    shutil.copytree(FIXTURE, workspace)
+    out = tmp_path / "out.json"
+    env = dict(os.environ)
+    for name in ("CONFIG", "DATA", "STATE", "CACHE"):
+        env[f"XDG_{name}_HOME"] = str(tmp_path / f"xdg-{name.lower()}")
+    env.pop("SOMA_POOL", None)
+    settings = {"deadEnds": {"severity": "information"}, "hover": {"count": 2}}
+    proc = subprocess.run(
+        [str(NVIM), "--headless", "--clean", "-l", str(DRIVER), str(PLUGIN), str(workspace), sys.executable,
+         str(out), json.dumps(settings), "setup,attach,pool_loaded,diagnostics"],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120, cwd=workspace, env=env,
+    )
+    assert out.exists(), f"no report (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
+    run = json.loads(out.read_text())
+    run["_stderr"] = proc.stderr
+    assert _step(run, "attach")["init_options"] == settings
+    d = _step(run, "diagnostics")
+    assert d["found"], f"no exp-0042 diagnostic with deadEnds.severity=information: {d['all']}"
+    w = next(x for x in d["all"] if x["code"] == "exp-0042")
+    assert w["severity"] == 3, f"deadEnds.severity=information not applied: {w}"

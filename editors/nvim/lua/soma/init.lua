@@ -119,7 +119,7 @@ function M.format_item(r)
       table.insert(parts, c[2] .. ' –')
     end
   end
-  return string.format(
+  local row = string.format(
     '[%s]%s%s %s (%s)  score %s  %s',
     tostring(r.status or 'unknown'),
     r.dead_end and ' ✗ dead end' or '',
@@ -129,6 +129,7 @@ function M.format_item(r)
     num(r.score),
     table.concat(parts, ' ')
   )
+  return (row:gsub('[\r\n]+', ' '))
 end
 
 --- The quickfix item for one result: the record's pool file at its (1-based) line.
