@@ -39,6 +39,7 @@ class SomaClient(LanguageClient):
         self.settings = settings
         self.diagnostics: dict[str, list[lsp.Diagnostic]] = {}
         self.messages: list[str] = []
+        self.progress: list[Any] = []
         self._diagnostics_changed = asyncio.Condition()
 
         @self.feature(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
@@ -50,6 +51,10 @@ class SomaClient(LanguageClient):
         @self.feature("soma/poolStatus")
         def _pool_status(client: SomaClient, params: Any) -> None:
             return None
+
+        @self.feature(lsp.PROGRESS)
+        def _progress(client: SomaClient, params: lsp.ProgressParams) -> None:
+            client.progress.append(plain(params.value))
 
         @self.feature(lsp.CLIENT_REGISTER_CAPABILITY)
         def _register(client: SomaClient, params: lsp.RegistrationParams) -> None:

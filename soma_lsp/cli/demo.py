@@ -55,7 +55,7 @@ def _indent(text: str) -> str:
 
 def _plain_markdown(markdown: str) -> str:
     """Markdown as a terminal shows it: backslash escapes undone, bold markers dropped."""
-    text = re.sub(r"\\([\\`*_{}\[\]()#+\-.!|<>~&:])", r"\1", markdown)
+    text = re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown)  # a backslash before ASCII punctuation
     return text.replace("**", "")
 
 
