@@ -192,6 +192,7 @@ def test_yaml_bags_lists_and_nesting():
     assert bag(src, "moe.yaml") == {"RMSNorm": 25.0, "Expert": 48.0}
     # paths, booleans and non-positive counts are no components
     assert bag("model: checkpoints/base.pt\narchitecture: {A: 0, B: true, C: -1}\n", "c.yaml") == {}
+    assert bag("model: best.safetensors\narch: [my model, null, 3]\n", "c.yaml") == {}
 
 
 def test_json_and_toml():

@@ -210,8 +210,12 @@ def _is_count(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
 
 
+_FILE_NAME = re.compile(r"\.(pt|pth|bin|ckpt|safetensors|onnx|h5|hdf5|pkl|npz|npy|json|ya?ml|toml|txt|py|tar|gz|zip)\Z", re.I)
+
+
 def _add(out: dict[str, float], name, count: float = 1.0) -> None:
-    if isinstance(name, str) and "/" not in name and _COMPONENT.match(name.strip()):
+    if (isinstance(name, str) and "/" not in name and _COMPONENT.match(name.strip())
+            and not _FILE_NAME.search(name.strip())):
         name = name.strip()
         out[name] = out.get(name, 0.0) + float(count)
 
@@ -332,7 +336,8 @@ def config_bag(source: str, lang: str) -> dict[str, float]:
     ``architectures``, ``arch``, ``model``, ``model_type``, ``components``, ``layers``,
     ``blocks``, ``modules`` (case-insensitive, at any depth). Their values:
 
-    * a string → that component (``model: transformer``); strings with ``/`` (paths) are skipped;
+    * a string → that component (``model: transformer``); paths and file names (``/``,
+      ``model.pt``) are skipped;
     * a list → each item (strings, or maps as below);
     * a map with a ``type``/``name``/``class``/``_target_``/``layer``/``module``/``kind`` string
       → that component, and its nested maps are searched too;
