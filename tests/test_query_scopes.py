@@ -230,3 +230,12 @@ def test_find_definition_and_tie_helpers():
 def test_scope_without_position(scope):
     q = build_query(SRC, P, scope=scope)
     assert q.scope is None and q.text
+
+
+def test_lens_with_two_definitions_on_one_line():
+    src = "class Foo { bar(x) { return x; } }\n"
+    defs = definitions(src, "a.js")
+    assert [d.qualname for d in defs] == ["Foo", "Foo.bar"]
+    for d in defs:
+        assert build_query(src, "a.js", position=d.name_range[0], scope="lens").scope == d
+    assert build_query(src, "a.js", position=(0, 0), scope="lens").scope.qualname == "Foo"

@@ -169,9 +169,11 @@ def _build_query(source: str, path: str, position, selection, scope) -> BuiltQue
         scope_def = max(cands, key=lambda d: d.range[0]) if cands else None
     elif scope in ("hover", "lens", "find") and pos is not None:
         d = None
-        if scope == "lens":
+        if scope == "lens":  # the definition named on this line: the last name at or before pos
             on_line = [x for x in doc.defs if x.name_range[0][0] == pos[0]]
-            d = on_line[-1] if on_line else None
+            before = [x for x in on_line if x.name_range[0] <= pos]
+            d = max(before, key=lambda x: x.name_range[0]) if before else (
+                min(on_line, key=lambda x: x.name_range[0]) if on_line else None)
         if d is None:
             d = innermost(doc.defs, pos)
         if d is not None:
