@@ -186,6 +186,7 @@ def test_ranges_in_utf16_with_non_ascii_before_the_cursor():
     utf16 = ci + 1  # the emoji is two UTF-16 units
     q = build_query(src, "a.py", position=(1, utf16), scope="hover")
     assert q.word == "target" and q.scope.qualname == "f"
+    assert q.word_range == ((1, utf16), (1, utf16 + 6))
     q_cp = build_query(src, "a.py", position=(1, ci), scope="hover")  # one unit early: the quote
     assert q_cp.word is None or q_cp.word != "target"
     defs = definitions(src, "a.py")

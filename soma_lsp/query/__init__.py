@@ -54,6 +54,7 @@ class BuiltQuery:
     basis: Basis = "file"
     range: Range = ((0, 0), (0, 0))
     language: str = "text"
+    word_range: Range | None = None  # where ``word`` is (for the hover's range)
 
 
 def definitions(source: str, path: str) -> list[Definition]:
@@ -77,7 +78,7 @@ def architecture_bag(source: str, path: str) -> dict[str, float]:
     return {}
 
 
-def _word(doc, position: Position) -> str | None:
+def _word(doc, position: Position) -> tuple[str, Range] | None:
     line_no, character = position
     if not 0 <= line_no < len(doc.index.lines):
         return None
@@ -88,7 +89,7 @@ def _word(doc, position: Position) -> str | None:
     w = line[span[0]:span[1]]
     if w.isdigit() or is_noise_identifier(w, code_noise(doc.lang)):
         return None
-    return w
+    return w, ((line_no, index_to_utf16(line, span[0])), (line_no, index_to_utf16(line, span[1])))
 
 
 def _leading_comments(doc, start: int) -> int:
@@ -153,7 +154,8 @@ def _build_query(source: str, path: str, position, selection, scope) -> BuiltQue
     pos = None
     if position is not None:
         pos = index.position(index.offset(tuple(position)))  # clamped
-    word = _word(doc, pos) if pos is not None else None
+    found = _word(doc, pos) if pos is not None else None
+    word, word_range = found if found is not None else (None, None)
 
     start, end, text_start, scope_def, basis = 0, n, None, None, "file"
     sel = None
@@ -193,7 +195,7 @@ def _build_query(source: str, path: str, position, selection, scope) -> BuiltQue
     text = _text(doc, start, end, text_start)
     arch = _bag(doc, start, end, whole=basis == "file")
     return BuiltQuery(text, arch, scope_def, word, basis,
-                      (index.position(start), index.position(end)), doc.lang)
+                      (index.position(start), index.position(end)), doc.lang, word_range)
 
 
 __all__ = [
