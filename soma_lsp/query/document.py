@@ -111,8 +111,6 @@ def _build(source: str, lang: str) -> ParsedDoc:
         if deep and lang in CONFIG_LANGUAGES:
             doc._config_bag = {}
         return doc
-        doc = ParsedDoc(source, lang, index, source, [], [], [])
-        return doc
     from tree_sitter import Parser, QueryCursor
 
     tree = Parser(g.language).parse(source.encode("utf-8", "surrogatepass"))
