@@ -166,6 +166,28 @@ def _collect_logs(run: Path) -> list[str]:
     return kept
 
 
+def test_package_json_mirrors_the_server_settings() -> None:
+    """VS Code sends every contributed setting with its default, so the extension's defaults *are* the
+    server's defaults in VS Code: they must match `soma_lsp.server.settings` key for key."""
+    from soma_lsp.server.settings import FIELDS, Settings
+
+    props = json.loads((EXT_DIR / "package.json").read_text())["contributes"]["configuration"]["properties"]
+    client_only = {"soma.server.command", "soma.trace.server"}
+    assert set(props) - client_only == {f"soma.{k}" for k in FIELDS}
+    defaults = Settings().to_json()
+
+    def server_default(key: str):
+        value = defaults
+        for part in key.split("."):
+            value = value[part]
+        return value
+
+    for key in FIELDS:
+        assert props[f"soma.{key}"]["default"] == server_default(key), key
+        assert props[f"soma.{key}"].get("markdownDescription") or props[f"soma.{key}"].get("description"), key
+    assert props["soma.deadEnds.severity"]["enum"] == ["warning", "information", "hint", "off"]
+
+
 def test_vscode_extension_end_to_end() -> None:
     _machine_check()
     if not FIXTURE.joinpath(FILE).is_file():

@@ -2,6 +2,8 @@
 // diagnostics); this client starts it, forwards settings and lays out `soma.findRelatedExperiments`.
 import * as vscode from 'vscode';
 import {
+  CloseAction,
+  ErrorAction,
   ExecuteCommandRequest,
   LanguageClient,
   LanguageClientOptions,
@@ -63,15 +65,46 @@ async function startClient(): Promise<LanguageClient | undefined> {
     initializationOptions: () => serverSettings(),
     outputChannel: output,
     revealOutputChannelOn: RevealOutputChannelOn.Never, // the status bar and error messages say when to look
+    // A server that never came up is reported once (below), not restarted in a loop; one that crashes
+    // later is restarted, at most 4 times in 3 minutes.
+    initializationFailedHandler: () => false,
+    errorHandler: {
+      error: (_error, _message, count) => ({ action: count && count <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown }),
+      closed: () => {
+        if (!everRunning) return { action: CloseAction.DoNotRestart, handled: true };
+        const now = Date.now();
+        crashes = crashes.filter((t) => now - t < 3 * 60 * 1000);
+        crashes.push(now);
+        if (crashes.length > 4) {
+          return {
+            action: CloseAction.DoNotRestart,
+            message: 'The Soma server stopped 5 times in the last 3 minutes and will not be restarted. ' +
+              'See "Soma: Show Output"; "Soma: Restart Server" starts it again.',
+          };
+        }
+        log('the server connection closed; restarting it');
+        return { action: CloseAction.Restart, handled: true };
+      },
+    },
   };
+  let everRunning = false;
+  let crashes: number[] = [];
   const c = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);
   c.onDidChangeState((e) => {
-    if (e.newState === State.Stopped && client === c) status.stopped('the language server stopped');
+    if (client !== c) return;
+    if (e.newState === State.Stopped) status.stopped('the language server stopped');
+    else if (e.newState === State.Starting) status.starting();
+    else if (e.newState === State.Running) queryStatus(c);
   });
+  let failure: string | undefined;
   try {
     await c.start();
   } catch (e) {
-    const msg = e instanceof Error ? e.message : String(e);
+    failure = e instanceof Error ? e.message : String(e);
+  }
+  if (failure === undefined && c.state !== State.Running) failure = 'the server exited during start-up';
+  if (failure !== undefined) {
+    const msg = failure;
     log(`the server did not start: ${msg}`);
     status.stopped(`the server did not start: ${msg}`);
     void c.dispose().catch(() => undefined);
@@ -89,16 +122,21 @@ async function startClient(): Promise<LanguageClient | undefined> {
       });
     return undefined;
   }
+  everRunning = true;
   client = c;
   c.onNotification('soma/poolStatus', (s: PoolStatus) => status.update(s));
+  queryStatus(c);
+  log('the server is running');
+  return c;
+}
+
+function queryStatus(c: LanguageClient): void {
   c.sendRequest(ExecuteCommandRequest.type, { command: 'soma.poolStatus', arguments: [{}] }).then(
     (s) => {
-      if (s && typeof s === 'object') status.update(s as PoolStatus);
+      if (s && typeof s === 'object' && client === c) status.update(s as PoolStatus);
     },
     (e) => log(`soma.poolStatus failed: ${e instanceof Error ? e.message : String(e)}`),
   );
-  log('the server is running');
-  return c;
 }
 
 async function stopClient(): Promise<void> {
@@ -135,6 +173,7 @@ function ensureClient(): Promise<LanguageClient | undefined> {
 }
 
 function restart(): Promise<LanguageClient | undefined> {
+  status.starting();
   return serialized(async () => {
     log('restarting the server');
     await stopClient();

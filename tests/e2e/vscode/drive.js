@@ -222,7 +222,10 @@ async function palette(page, text) {
       // pytest side checks the restart in the saved log file.
       const panel = page.locator('.part.panel .monaco-editor .view-lines', { hasText: /\[client|\[Trace|\[Info/ });
       await panel.first().waitFor({ timeout: 15000 });
-      // ...and it answers: the same query as before lists the expected record again.
+      // ...and it answers, once it has loaded the pool again (the status bar says so): the same query as
+      // before lists the expected record again.
+      await page.locator('.statusbar-item', { hasText: /Soma: [1-9]\d* experiments/ })
+        .filter({ hasNotText: /indexing/ }).first().waitFor({ timeout: 30000 });
       await page.locator('.tabs-container .tab', { hasText: path.posix.basename(FILE) }).first().click();
       await palette(page, `:${LINE}:${COL}`);
       await page.keyboard.press('Enter');
