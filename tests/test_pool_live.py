@@ -254,3 +254,20 @@ def test_pool_without_index_for_check(tmp_path):
     assert [r.id for r in pool.records()] == ["exp-1"] and pool.get("exp-1").name == "run-1"
     assert pool.summary() == {"records": 1, "files": 1, "errors": 1, "warnings": 0,
                               "errors_by_kind": {"validation": 1}, "warnings_by_kind": {}}
+
+
+def test_directory_event_reads_only_new_or_gone_files(tmp_path):
+    root = tmp_path / "pool"
+    for i in range(10):
+        write(root / "dir" / f"r{i}.json", rec(i))
+    pool, index = make_pool(root)
+    before = {r.id: r for r in index.records()}
+    write(root / "dir" / "new.json", rec(10))  # arrived without an event of its own
+    (root / "dir" / "r0.json").unlink()
+    version = index.version
+    pool.apply([root / "dir"])
+    assert index.version == version + 1
+    assert "exp-10" in index and "exp-0" not in index
+    assert all(index.get(f"exp-{i}") is before[f"exp-{i}"] for i in range(1, 10))  # not re-read
+    pool.apply([root / "dir"])
+    assert index.version == version + 1  # nothing new: nothing to do

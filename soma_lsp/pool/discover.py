@@ -99,9 +99,13 @@ class Roots:
 
     def is_pool_file(self, path: str) -> bool:
         """A `.json`/`.jsonl`/`.yaml`/`.yml` file under a root with no hidden component below it."""
-        parts = self.relative_parts(path)
-        return bool(parts) and not any(is_hidden(p) for p in parts) \
-            and os.path.splitext(parts[-1])[1].lower() in SUFFIXES
+        root = self.root_of(path)
+        if root is None or path == root:
+            return False
+        rel = path[len(root.rstrip(os.sep)) + 1:]
+        if rel.startswith(".") or (os.sep + ".") in rel:
+            return False
+        return os.path.splitext(rel)[1].lower() in SUFFIXES
 
     def is_visible(self, path: str) -> bool:
         """Under a root, no hidden component below it (file or directory)."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import logging
 import os
+import stat
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -63,6 +64,7 @@ class LivePool:
         self._visible: dict[str, Record] = {}
         self._dups: dict[str, list[Problem]] = {}  # id -> problems of its losing occurrences
         self._extra: dict[str, list[Problem]] = {}  # path -> listing problems (symlinks, vanished files)
+        self._problem_files: set[str] = set()  # loaded files with problems of their own
         self._subscribers: list[Callable[[PoolChange], None]] = []
         self.version = 0
         self.loading = False
@@ -106,7 +108,7 @@ class LivePool:
         """Every file with problems → its problems by line, files in path order."""
         with self._lock:
             paths = set(self._extra)
-            paths.update(p for p, load in self._files.items() if load.problems)
+            paths.update(self._problem_files)
             paths.update(p.path for dups in self._dups.values() for p in dups)
             return {path: self.problems_for(path) for path in sorted(paths)}
 
@@ -142,8 +144,7 @@ class LivePool:
                         self._extra.setdefault(problem.path, []).append(problem)
                     gone = set(self._files) - {item.path for item in listed}
                 sizes = {item.path: item.size for item in listed}
-                sizes.update((path, 0) for path in gone)
-                self._run(sorted(sizes), sizes, progress, report_vanished=True)
+                self._run(sorted(sizes.keys() | gone), sizes, progress, frozenset(gone))
             finally:
                 self.loading = False
 
@@ -160,7 +161,7 @@ class LivePool:
                 return
             targets = self._expand(batch)
             if targets:
-                self._run(sorted(targets), None, None, report_vanished=False)
+                self._run(sorted(targets), None, None)
 
     def _expand(self, paths: set[str]) -> set[str]:
         """The pool files these event paths stand for: the files themselves, every pool file under a
@@ -175,16 +176,24 @@ class LivePool:
                     continue
                 if not roots.is_visible(path):
                     continue
-                if os.path.isdir(path):
-                    targets.update(item.path for item in roots.walk(top=path))
                 prefix = path.rstrip(os.sep) + os.sep
-                for directory, files in self._by_dir.items():
-                    if directory == path or directory.startswith(prefix):
-                        targets.update(files)
+                under = {f for directory, files in self._by_dir.items()
+                         if directory == path or directory.startswith(prefix) for f in files}
+                if os.path.isdir(path):
+                    # A directory event: pick up files not known yet (a directory created or moved in,
+                    # whose files may predate the watch) and known ones that are gone; files that merely
+                    # changed get their own events.
+                    listed = {item.path for item in roots.walk(top=path)}
+                    targets.update(listed - under)
+                    targets.update(under - listed)
+                else:
+                    targets.update(under)  # a directory deleted or moved away
         return targets
 
     def _run(self, paths: list[str], sizes: dict[str, int] | None, progress: Progress | None,
-             report_vanished: bool) -> None:
+             gone: frozenset[str] = frozenset()) -> None:
+        """Read `paths` (those in `sizes` come from a listing, except `gone` ones) and commit them in
+        batches of whole files."""
         total = sum(sizes.values()) if sizes else 0
         done = 0
         step = max(total // 100, 1)
@@ -205,24 +214,18 @@ class LivePool:
             if progress is not None and done + read >= next_report:
                 report(done + read)
 
+        files_per_batch = self.batch_files if sizes is None else 10 * self.batch_files  # (re)load: fewer, bigger
         batch: dict[str, FileLoad | None] = {}
         extras: dict[str, list[Problem]] = {}
         batch_records = 0
         for path in paths:
             load = None
-            if not self._roots.is_pool_file(path):
-                pass
-            elif not os.path.lexists(path):
-                if report_vanished and sizes and path in sizes and path not in self._files:
-                    extras[path] = load_file(path).problems  # listed a moment ago, gone now
-            elif not self._inside(path):
-                extras[path] = [Problem(path, 0, "", "symlink to outside the pool roots; not followed",
-                                        "warning", "symlink")]
-            else:
+            listed = sizes is not None and path in sizes and path not in gone
+            if listed or self._readable(path, extras):  # the listing checked what _readable checks
                 size = sizes.get(path, 0) if sizes else 0
                 load = load_file(path, progress=streamed if size > step else None, **self._limits)
-                if not load.exists:
-                    if report_vanished:
+                if not load.exists:  # gone since it was listed (or since the event)
+                    if listed:
                         extras[path] = load.problems
                     load = None
             batch[path] = load
@@ -231,7 +234,7 @@ class LivePool:
                 done += sizes.get(path, 0)
                 if progress is not None and done >= next_report:
                     report(done)
-            if batch_records >= self.batch_records or len(batch) >= self.batch_files:
+            if batch_records >= self.batch_records or len(batch) >= files_per_batch:
                 self._commit(batch, extras)
                 batch, extras, batch_records = {}, {}, 0
         if batch:
@@ -239,9 +242,19 @@ class LivePool:
         if progress is not None and last[0] != total:
             progress(total, total)
 
-    def _inside(self, path: str) -> bool:
-        """A symlinked record file is read only when its target is inside the roots."""
-        return not os.path.islink(path) or self._roots.inside(os.path.realpath(path))
+    def _readable(self, path: str, extras: dict[str, list[Problem]]) -> bool:
+        """A pool file that exists, and if it is a symlink, points inside the roots."""
+        if not self._roots.is_pool_file(path):
+            return False
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            return False
+        if stat.S_ISLNK(mode) and not self._roots.inside(os.path.realpath(path)):
+            extras[path] = [Problem(path, 0, "", "symlink to outside the pool roots; not followed", "warning",
+                                    "symlink")]
+            return False
+        return True
 
     # -- committing ---------------------------------------------------------------------------
 
@@ -256,6 +269,7 @@ class LivePool:
                 else:
                     self._extra.pop(path, None)
                 old = self._files.pop(path, None)
+                self._problem_files.discard(path)
                 if old is not None:
                     directory = os.path.dirname(path)
                     siblings = self._by_dir.get(directory)
@@ -268,6 +282,8 @@ class LivePool:
                         affected.add(record.id)
                 if load is not None:
                     self._files[path] = load
+                    if load.problems:
+                        self._problem_files.add(path)
                     self._by_dir.setdefault(os.path.dirname(path), set()).add(path)
                     for ordinal, record in enumerate(load.records):
                         bisect.insort(self._claims.setdefault(record.id, []), (path, ordinal))
