@@ -253,3 +253,50 @@ def test_pure_layer_imports_no_lsp_or_io_libraries():
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pygls', 'lsprotocol', 'watchfiles')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+SRC = textwrap.dedent('''\
+    import torch.nn as nn
+
+    # Rotary position embedding
+    class RotaryEmbedding(nn.Module):
+        """Precomputes cos/sin tables for RoPE."""
+
+        def __init__(self, head_dim, theta=10_000.0):
+            super().__init__()
+            self.proj = nn.Linear(head_dim, head_dim)  # (d, d)
+
+        def forward(self, q, k):
+            s = 'it\'s "quoted"'
+            return self.rotate(q), self.rotate(k)
+
+        class Cache:
+            @staticmethod
+            def lookup(seq_len):
+                return [seq_len,
+                        seq_len]
+
+
+    @torch.no_grad()
+    async def evaluate(model, batches):
+        total = 0
+        for b in batches:
+            total += model(b).loss
+        return total
+    ''')
+
+
+def test_every_prefix_of_a_file_keeps_the_definitions_already_typed():
+    """Mid-edit simulation: cut a file anywhere; each definition whose name is complete before
+    the cut is still found, with the same qualname and kind."""
+    full = definitions(SRC, "m.py")
+    for cut in range(len(SRC) + 1):
+        prefix = SRC[:cut]
+        got = {(d.qualname, d.kind) for d in definitions(prefix, "m.py")}
+        idx = LineIndex(SRC)
+        for d in full:
+            name_end = idx.offset(d.name_range[1])
+            # the name is complete when something other than a name character follows it
+            if name_end < cut:
+                assert (d.qualname, d.kind) in got, (cut, d.qualname, prefix[-40:])
+        build_query(prefix, "m.py", position=(prefix.count("\n"), 3), scope="hover")
