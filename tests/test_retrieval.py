@@ -302,3 +302,35 @@ def test_tied_to():
     index.update(remove=["a"])
     assert [r.id for r in index.tied_to("train.py")] == ["b"]
     assert index.tied_to("nope.py") == []
+
+
+def test_queries_never_see_half_an_update():
+    import threading
+
+    def version(word):
+        return [rec(f"r{i:03d}", f"{word} run {i}") for i in range(200)]
+
+    index = LiveIndex(version("alpha"))
+    stop = threading.Event()
+
+    def writer():
+        flip = False
+        while not stop.is_set():
+            index.update(add=version("beta" if flip else "alpha"))
+            flip = not flip
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    seen = set()
+    try:
+        for _ in range(5000):
+            if seen == {0, 200}:
+                break
+            matching = sum(r.components.lexical > 0 for r in index.rank(RetrievalQuery(text="alpha", limit=None)))
+            assert matching in (0, 200)
+            assert len(index) == 200
+            seen.add(matching)
+    finally:
+        stop.set()
+        thread.join()
+    assert seen == {0, 200}

@@ -86,7 +86,7 @@ class _Segment:
     @classmethod
     def build(cls, keys: np.ndarray, slots: np.ndarray, counts: np.ndarray, n_keys: int) -> "_Segment":
         """CSR by key from (key, slot, count) triples; (key, slot) pairs must be unique."""
-        order = np.argsort(keys, kind="stable")
+        order = np.argsort(keys)
         indptr = np.zeros(n_keys + 1, dtype=np.int64)
         np.cumsum(np.bincount(keys, minlength=n_keys), out=indptr[1:])
         return cls(indptr, slots[order].astype(np.int32), counts[order].astype(np.float32))
@@ -111,9 +111,13 @@ class _Postings:
         self.segments: list[_Segment] = []
 
     def key(self, name: str) -> int | None:
-        return self.vocabulary.get(name)
+        """The key of a name the committed postings know (a writer may have named newer ones)."""
+        key = self.vocabulary.get(name)
+        return key if key is not None and key < self.doc_freq.size else None
 
-    def add(self, slots: np.ndarray, per_record: Sequence[Mapping[str, float]]) -> None:
+    def prepare(self, per_record: Sequence[Mapping[str, float]]) -> "_Prepared":
+        """Postings of a batch with slots 0..k-1, built off the read lock (keys are handed out here;
+        readers ignore keys until `commit` makes them known)."""
         vocabulary = self.vocabulary
         keys: list[int] = []
         counts: list[float] = []
@@ -123,17 +127,24 @@ class _Postings:
             keys.extend(map(vocabulary.__getitem__, bag))
             counts.extend(bag.values())
             lengths.append(len(bag))
-        if not keys:
-            return
-        key_array = np.asarray(keys, dtype=np.int64)
         n_keys = len(vocabulary)
-        if self.doc_freq.size < n_keys:
-            self.doc_freq = np.concatenate([self.doc_freq, np.zeros(n_keys - self.doc_freq.size, np.int64)])
-        self.doc_freq += np.bincount(key_array, minlength=n_keys)
-        slot_array = np.repeat(slots, lengths)
-        self.segments.append(_Segment.build(key_array, slot_array, np.asarray(counts), n_keys))
+        key_array = np.asarray(keys, dtype=np.int64)
+        slots = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+        segment = _Segment.build(key_array, slots, np.asarray(counts), n_keys) if keys else None
+        return _Prepared(segment, np.bincount(key_array, minlength=n_keys))
 
-    def remove(self, bags: Iterable[Mapping[str, float]]) -> None:
+    def commit(self, prepared: "_Prepared", first_slot: int) -> None:
+        """Make a prepared batch visible, its slots starting at `first_slot`."""
+        grow = prepared.doc_freq.size - self.doc_freq.size
+        if grow > 0:
+            self.doc_freq = np.concatenate([self.doc_freq, np.zeros(grow, np.int64)])
+        self.doc_freq[: prepared.doc_freq.size] += prepared.doc_freq
+        if prepared.segment is not None:
+            s = prepared.segment
+            self.segments.append(_Segment(s.indptr, s.slots + np.int32(first_slot), s.counts))
+
+    def forget(self, bags: Iterable[Mapping[str, float]]) -> None:
+        """Removed records no longer count in document frequencies."""
         for bag in bags:
             for name in bag:
                 self.doc_freq[self.vocabulary[name]] -= 1
@@ -144,19 +155,35 @@ class _Postings:
             if found is not None:
                 yield found
 
-    def tidy(self, keep: np.ndarray, compact: bool) -> None:
-        """Merge the newest segments while MERGE_FANOUT of them are no bigger than their elder; with
-        `compact`, merge everything and drop postings of dead slots."""
+    def tidied(self, keep: np.ndarray, compact: bool) -> list[_Segment]:
+        """The segment list after merging the newest segments while MERGE_FANOUT of them are no
+        bigger than their elder; with `compact`, one segment without the postings of dead slots."""
         n_keys = len(self.vocabulary)
+        segments = list(self.segments)
         if compact:
-            self.segments = [_Segment.merge(self.segments, n_keys, keep)] if self.segments else []
-            return
-        while len(self.segments) >= MERGE_FANOUT:
-            tail = self.segments[-MERGE_FANOUT:]
-            if sum(s.size for s in tail[1:]) > tail[0].size:
-                self.segments[-MERGE_FANOUT:] = [_Segment.merge(tail, n_keys, keep)]
-            else:
+            return [_Segment.merge(segments, n_keys, keep)] if segments else []
+        while len(segments) >= MERGE_FANOUT:
+            tail = segments[-MERGE_FANOUT:]
+            if sum(seg.size for seg in tail[1:]) <= tail[0].size:
                 break
+            segments[-MERGE_FANOUT:] = [_Segment.merge(tail, n_keys, keep)]
+        return segments
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    segment: _Segment | None
+    doc_freq: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """Everything about a batch of new records that can be computed before taking the read lock."""
+
+    records: list[Record]
+    columns: dict[str, list]
+    terms: _Prepared
+    components: _Prepared
 
 
 class _Columns:
@@ -190,7 +217,8 @@ class LiveIndex:
     """A pool's records, ready to rank; `update` adds, replaces and removes records in place."""
 
     def __init__(self, records: Iterable[Record] = ()) -> None:
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # readers, and the short commit of an update
+        self._write_lock = threading.Lock()  # one writer at a time
         self._columns = _Columns()
         self._slot_records: list[Record | None] = []
         self._slot_of: dict[str, int] = {}
@@ -228,68 +256,86 @@ class LiveIndex:
     # -- writing ------------------------------------------------------------------------------
 
     def update(self, add: Iterable[Record] = (), remove: Iterable[str] = ()) -> None:
-        """Remove the `remove` ids, then add `add` (a present id is replaced), as one atomic step."""
-        added = list(add)
-        with self._lock:
-            self._remove([*remove, *(r.id for r in added if r.id in self._slot_of)])
-            latest = {r.id: r for r in added}  # within a batch, the last record of an id wins
-            for start in range(0, len(latest), SEGMENT_RECORDS):
-                self._add(list(latest.values())[start:start + SEGMENT_RECORDS])
-            self._tidy()
-            self._norm_cache = None
-            self.version += 1
+        """Remove the `remove` ids, then add `add` (a present id is replaced), as one atomic step.
 
-    def _remove(self, record_ids: Iterable[str]) -> None:
-        slots = [s for s in (self._slot_of.pop(i, None) for i in record_ids) if s is not None]
-        if not slots:
+        The costly part (tokenizing, postings) runs before the read lock is taken, so queries keep
+        being answered from the previous state meanwhile; writers queue on their own lock.
+        """
+        with self._write_lock:
+            latest = {r.id: r for r in add}  # within a batch, the last record of an id wins
+            gone = [self._slot_records[self._slot_of[i]]
+                    for i in dict.fromkeys([*remove, *latest]) if i in self._slot_of]
+            with _collector_paused():
+                forgotten = ([term_counts(r) for r in gone], [T.component_bag(r.architecture) for r in gone])
+                new = list(latest.values())
+                batches = [self._prepare(new[i:i + SEGMENT_RECORDS]) for i in range(0, len(new), SEGMENT_RECORDS)]
+            with self._lock:
+                self._remove(gone, *forgotten)
+                for batch in batches:
+                    self._commit(batch)
+                self._norm_cache = None
+                self.version += 1
+            self._tidy()
+
+    def _prepare(self, records: list[Record]) -> _Batch:
+        term_bags = [term_counts(r) for r in records]
+        component_bags = [T.component_bag(r.architecture) for r in records]
+        columns = {
+            "dl": [bag.total() for bag in term_bags],
+            "time": [T.epoch_seconds(r.time) if r.time else np.nan for r in records],
+            "importance": [T.importance(r) for r in records],
+            "arch_total": [sum(bag.values()) for bag in component_bags],
+            "dead_end": [T.is_dead_end(r) for r in records],
+        }
+        return _Batch(records, columns, self._terms.prepare(term_bags), self._components.prepare(component_bags))
+
+    def _remove(self, records: list[Record], term_bags: list[Counter], component_bags: list[dict]) -> None:
+        if not records:
             return
-        columns = self._columns
-        for slot in slots:
-            record = self._slot_records[slot]
-            self._terms.remove([term_counts(record)])
-            self._components.remove([T.component_bag(record.architecture)])
+        slots = [self._slot_of.pop(r.id) for r in records]
+        self._terms.forget(term_bags)
+        self._components.forget(component_bags)
+        for record in records:
             for tie in record.code:
                 ids = self._ties.get(tie.path)
                 if ids is not None:
                     ids.discard(record.id)
                     if not ids:
                         del self._ties[tie.path]
-            self._total_dl -= columns.dl[slot]
+        columns = self._columns
+        self._total_dl -= float(columns.dl[slots].sum())
+        for slot in slots:
             self._slot_records[slot] = None
         columns.alive[slots] = False
         self._dead_slots += len(slots)
 
-    def _add(self, records: Sequence[Record]) -> None:
-        if not records:
-            return
-        with _collector_paused():
-            slots = self._columns.grow(len(records))
-            term_bags = [term_counts(r) for r in records]
-            component_bags = [T.component_bag(r.architecture) for r in records]
-            self._slot_records.extend(records)
-            self._slot_of.update(zip((r.id for r in records), slots.tolist()))
-            for record in records:
-                for tie in record.code:
-                    self._ties.setdefault(tie.path, set()).add(record.id)
-            columns = self._columns
-            dl = [bag.total() for bag in term_bags]
-            columns.alive[slots] = True
-            columns.dl[slots] = dl
-            columns.time[slots] = [T.epoch_seconds(r.time) if r.time else np.nan for r in records]
-            columns.importance[slots] = [T.importance(r) for r in records]
-            columns.arch_total[slots] = [sum(bag.values()) for bag in component_bags]
-            columns.dead_end[slots] = [T.is_dead_end(r) for r in records]
-            self._total_dl += float(sum(dl))
-            self._terms.add(slots, term_bags)
-            self._components.add(slots, component_bags)
+    def _commit(self, batch: _Batch) -> None:
+        slots = self._columns.grow(len(batch.records))
+        first = int(slots[0]) if slots.size else 0
+        self._slot_records.extend(batch.records)
+        self._slot_of.update(zip((r.id for r in batch.records), slots.tolist()))
+        for record in batch.records:
+            for tie in record.code:
+                self._ties.setdefault(tie.path, set()).add(record.id)
+        columns = self._columns
+        columns.alive[slots] = True
+        for name, values in batch.columns.items():
+            getattr(columns, name)[slots] = values
+        self._total_dl += float(sum(batch.columns["dl"]))
+        self._terms.commit(batch.terms, first)
+        self._components.commit(batch.components, first)
 
     def _tidy(self) -> None:
+        """Merge segments off the read lock (only writers change them); compact slots when dead ones
+        dominate."""
         compact = self._dead_slots > max(1024, self._columns.size // 2)
-        keep = self._columns.view("alive")
-        self._terms.tidy(keep, compact)
-        self._components.tidy(keep, compact)
-        if compact:
-            self._compact_slots()
+        keep = self._columns.view("alive").copy()
+        terms = self._terms.tidied(keep, compact)
+        components = self._components.tidied(keep, compact)
+        with self._lock:
+            self._terms.segments, self._components.segments = terms, components
+            if compact:
+                self._compact_slots()
 
     def _compact_slots(self) -> None:
         """Renumber live slots densely once dead ones dominate; postings were merged just before."""
