@@ -240,3 +240,13 @@ def test_lens_with_two_definitions_on_one_line():
     for d in defs:
         assert build_query(src, "a.js", position=d.name_range[0], scope="lens").scope == d
     assert build_query(src, "a.js", position=(0, 0), scope="lens").scope.qualname == "Foo"
+
+
+def test_method_text_names_its_class():
+    q = build_query(SRC, P, position=(line_of("return None"), 10), scope="hover")
+    assert q.text.split()[:2] == ["RotaryEmbedding", "Cache"]
+    assert "lookup" in q.text.split()
+    # a selection is taken as written
+    line = line_of("self.theta = theta")
+    q2 = build_query(SRC, P, selection=((line, 0), (line, 30)), scope="find")
+    assert "RotaryEmbedding" not in q2.text.split()

@@ -20,7 +20,8 @@ Scopes (``scope=``):
 
 ``BuiltQuery.text`` holds the distinct identifiers of the scope's code (noise removed, see
 ``identifiers``), then the distinct words of its comments and docstrings (stop words removed),
-including a comment block directly above a definition. Other string literals are not part of
+including a comment block directly above a definition. A definition's text starts with the names
+of the definitions enclosing it (``RotaryEmbedding`` for ``RotaryEmbedding.forward``). Other string literals are not part of
 it. ``architecture`` is the scope's component bag (see ``architecture``).
 """
 
@@ -105,13 +106,17 @@ def _leading_comments(doc, start: int) -> int:
     return doc.index.starts[first] if first < row else start
 
 
-def _text(doc, start: int, end: int, text_start: int | None = None) -> str:
+def _text(doc, start: int, end: int, text_start: int | None = None,
+          scope: Definition | None = None) -> str:
     ts = start if text_start is None else text_start
+    # a method is about its class too: `forward` of RotaryEmbedding speaks of rotary embeddings
+    words = [p for p in scope.qualname.split(".")[:-1]
+             if not is_noise_identifier(p, code_noise(doc.lang))] if scope is not None else []
     if not doc.has_grammar:  # config, unknown language, grammar not installed: every word
         noise = code_noise(doc.lang) | STOP_WORDS
-        words = [w for w in identifiers(doc.source[ts:end], noise) if w.lower() not in STOP_WORDS]
+        words += [w for w in identifiers(doc.source[ts:end], noise) if w.lower() not in STOP_WORDS]
     else:
-        words = identifiers(doc.masked[ts:end], code_noise(doc.lang))
+        words += identifiers(doc.masked[ts:end], code_noise(doc.lang))
         for ps, pe in doc.prose:
             if pe <= ts:
                 continue
@@ -192,7 +197,7 @@ def _build_query(source: str, path: str, position, selection, scope) -> BuiltQue
                 start = index.starts[row] if row < len(index.starts) else n
                 end = start + len(index.lines[row]) if row < len(index.lines) else n
                 basis = "line"
-    text = _text(doc, start, end, text_start)
+    text = _text(doc, start, end, text_start, scope_def if basis == "definition" else None)
     arch = _bag(doc, start, end, whole=basis == "file")
     return BuiltQuery(text, arch, scope_def, word, basis,
                       (index.position(start), index.position(end)), doc.lang, word_range)
