@@ -302,6 +302,9 @@ def test_vscode_extension_end_to_end() -> None:
     assert "lexical" in hover, f"no component breakdown in the hover: {hover!r}"
     assert (ARTIFACTS / "hover.png").is_file()
 
+    clicked = value("lens_click")
+    assert "related experiment" in clicked["lens"] and clicked["rows"] >= 1, clicked
+
     picked = value("find_related")
     assert any(EXPECTED_ID in r for r in picked["rows"]), picked
     row = next(r for r in picked["rows"] if EXPECTED_ID in r)

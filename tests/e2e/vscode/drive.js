@@ -160,6 +160,27 @@ async function palette(page, text) {
       return text;
     });
 
+    await step('lens_click', async () => {
+      // The lens right above `class SYMBOL` runs the client-side `soma.showRelated` command.
+      const classLine = page.locator('.monaco-editor .view-line', { hasText: new RegExp(`class\\s+${SYMBOL}\\b`) }).first();
+      const lineBox = await classLine.boundingBox();
+      const lenses = page.locator('.monaco-editor .codelens-decoration').filter({ hasText: LENS_RE, visible: true });
+      let best = null;
+      for (const l of await lenses.all()) {
+        const b = await l.boundingBox();
+        if (b && b.y < lineBox.y && (!best || b.y > best.box.y)) best = { l, box: b };
+      }
+      if (!best) throw new Error(`no code lens above class ${SYMBOL}`);
+      const text = (await best.l.innerText()).trim();
+      await best.l.locator('a').first().click();
+      const row = page.locator('.quick-input-list .monaco-list-row', { hasText: EXPECT_PICK }).first();
+      await row.waitFor({ timeout: 30000 });
+      const title = await page.locator('.quick-input-widget .quick-input-title').innerText().catch(() => '');
+      const count = await page.locator('.quick-input-list .monaco-list-row').count();
+      await page.keyboard.press('Escape');
+      return { lens: text, title, rows: count };
+    });
+
     await step('status_bar', async () => {
       const item = page.locator('.statusbar-item', { hasText: /Soma/ }).first();
       await item.waitFor({ timeout: 10000 });
