@@ -121,6 +121,26 @@ def child(mode: str, root: str) -> dict:
         out["records"] = len(pool)
         out["progress_calls"] = len(calls)
         out["errors"] = pool.summary()["errors"]
+    elif mode == "breakdown":  # where a first load's time goes, stage by stage, on the .jsonl layout
+        import orjson
+
+        from soma_lsp.records import Source, parse_record
+        path = os.path.join(root, "pool.jsonl")
+        with open(path, "rb") as f:
+            dicts = [orjson.loads(line) for line in f]
+        out["decode_orjson"] = time.perf_counter() - start
+        t = time.perf_counter()
+        records = [parse_record(d, source=Source(path, i)) for i, d in enumerate(dicts)]
+        out["parse_record"] = time.perf_counter() - t
+        del dicts
+        t = time.perf_counter()
+        LiveIndex(records)
+        out["index"] = time.perf_counter() - t
+        t = time.perf_counter()
+        pool = LivePool([root])
+        pool.load()
+        out["loader_no_index"] = time.perf_counter() - t
+        out["records"] = len(pool)
     out["seconds"] = time.perf_counter() - start
     out["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out
@@ -244,6 +264,9 @@ def main() -> None:
                   f"({loader['seconds'] / baseline['seconds']:.1f}x), cold query {query:.2f} s "
                   f"({query / baseline['seconds']:.1f}x), peak RSS {first['max_rss_mb']:.0f} MB",
                   file=sys.stderr)
+        breakdown = run_child("breakdown", str(lines))
+        print("breakdown (jsonl): " + ", ".join(f"{k} {v:.2f} s" for k, v in breakdown.items()
+                                                if k not in ("records", "max_rss_mb")), file=sys.stderr)
         small = base / "small"
         small.mkdir()
         for d in range(100):
@@ -257,7 +280,7 @@ def main() -> None:
             print(f"change latency at {n:,}: watched median {r['watched']['median_ms']:.1f} ms "
                   f"(p90 {r['watched']['p90_ms']:.1f}), apply median {r['apply']['median_ms']:.2f} ms "
                   f"(p90 {r['apply']['p90_ms']:.2f})", file=sys.stderr)
-        report = render(args.n, size, rows, latency, args.latency_small)
+        report = render(args.n, size, rows, latency, args.latency_small, breakdown)
         print(report)
         if args.write_docs:
             write_section(report)
@@ -265,7 +288,7 @@ def main() -> None:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def render(n: int, size: int, rows: dict, latency: dict, small: int) -> str:
+def render(n: int, size: int, rows: dict, latency: dict, small: int, breakdown: dict) -> str:
     out = ["## Pool", "",
            f"`.venv/bin/python bench/pool.py` ({time.strftime('%Y-%m-%d')}; {machine()}). "
            f"{n:,} generated records of ~{size / n:.0f} bytes ({size / 1e6:.0f} MB as JSONL), as {n:,} "
@@ -281,7 +304,14 @@ def render(n: int, size: int, rows: dict, latency: dict, small: int) -> str:
         out.append(f"| {'100k files' if layout == 'files' and n == 100_000 else layout} | {b:.2f} s | "
                    f"{cell(r['first']['seconds'])} | {cell(r['restart']['seconds'])} | "
                    f"{cell(r['loader']['seconds'])} | {cell(r['query'])} | {r['first']['max_rss_mb']:.0f} MB |")
+    b = rows["jsonl"]["baseline"]["seconds"]
     out += ["", "Targets: first load ≤ 5× baseline; restart ≤ 1×; cold query ≤ 5×.", "",
+            "Where a first load goes (the `.jsonl` layout, one child, stage by stage): "
+            f"read + `orjson.loads` every line {breakdown['decode_orjson']:.2f} s "
+            f"({breakdown['decode_orjson'] / b:.1f}×), `parse_record` on those dicts {breakdown['parse_record']:.2f} s "
+            f"({breakdown['parse_record'] / b:.1f}×), `LiveIndex(records)` {breakdown['index']:.2f} s "
+            f"({breakdown['index'] / b:.1f}×); the whole loader without an index {breakdown['loader_no_index']:.2f} s "
+            f"({breakdown['loader_no_index'] / b:.1f}×).", "",
             "Change latency (a record file rewritten → the index returns the new record; single-record files):", "",
             "| records | through `PoolWatcher` (watchfiles, debounce 50 ms, step 10 ms), median / p90 | "
             "`LivePool.apply([path])` alone, median / p90 |", "|---|---|---|"]

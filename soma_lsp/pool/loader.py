@@ -182,6 +182,15 @@ def _decode_json(data: bytes | str) -> Any:
 def _load_json(data: bytes, out: FileLoad) -> None:
     if data.startswith(BOM):
         data = data[len(BOM):]
+    stripped = data.lstrip(b" \t\r\n")
+    if stripped.startswith(b"{"):  # the common case, one record: orjson checks UTF-8 itself
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass  # below: the UTF-8 check, the stdlib fallback, the error report
+        else:
+            _add_record(out, value, data.count(b"\n", 0, len(data) - len(stripped)))
+            return
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
