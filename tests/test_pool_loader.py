@@ -240,7 +240,7 @@ def test_json_nested_thousands_deep(pool_dir):
         assert problem.kind == "too-deep" and "nested too deeply" in problem.message, (name, problem)
     assert pool.problems_for(str(pool_dir / "deep.jsonl"))[0].line == 1
     (yaml_problem,) = pool.problems_for(str(pool_dir / "deep.yaml"))
-    assert yaml_problem.kind == "yaml" and "nesting depth" in yaml_problem.message
+    assert yaml_problem.kind == "too-deep" and "nested too deeply" in yaml_problem.message
 
 
 def test_yaml_alias_bomb(pool_dir):

@@ -372,8 +372,10 @@ def _load_yaml(data: bytes, out: FileLoad) -> None:
                 detail = error.problem or "syntax error"
                 if error.context:
                     detail = f"{detail} ({error.context})"
-                out.problems.append(Problem(path, mark.line if mark else 0, "", f"invalid YAML: {detail}",
-                                            "error", "yaml"))
+                deep = "nesting depth" in detail  # libyaml's own limit (1000 levels)
+                out.problems.append(Problem(path, mark.line if mark else 0, "",
+                                            f"YAML nested too deeply: {detail}; not loaded" if deep
+                                            else f"invalid YAML: {detail}", "error", "too-deep" if deep else "yaml"))
                 return
             except _AliasBomb as error:
                 out.problems.append(Problem(path, node.start_mark.line, "", str(error), "error", "alias-bomb"))
