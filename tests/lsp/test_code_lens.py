@@ -1,0 +1,93 @@
+"""Code lenses end to end: counts that match the list, nothing on unrelated code, stable while typing."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from lsprotocol import types as lsp
+
+from conftest import Session, TIMEOUT, wait_until
+
+TRANSFORMER = "model/transformer.py"
+TITLE = re.compile(r"^(\d+)(\+?) related experiments? · (\d+) dead ends?$|^(\d+)(\+?) related experiments?$")
+
+
+def count(title: str) -> tuple[int, int]:
+    match = TITLE.match(title)
+    assert match, title
+    if match.group(1):
+        return int(match.group(1)), int(match.group(3))
+    return int(match.group(4)), 0
+
+
+async def test_lenses_on_definitions_with_related_experiments(session: Session):
+    uri = session.open(TRANSFORMER)
+    lenses = await session.lenses(uri)
+    assert lenses
+    line, col = session.line_of(TRANSFORMER, "class RotaryEmbedding")
+    rotary = next(l for l in lenses if l.range.start.line == line)
+    assert rotary.range.start.character == col + len("class ")
+    total, dead = count(rotary.command.title)
+    assert total >= 7 and dead >= 2  # exp-0042 and exp-0121 are dead ends tied to it
+    assert rotary.command.command == "soma.showRelated"
+    assert list(rotary.command.arguments) == [{"uri": uri, "position": {"line": line, "character": col + 6}}]
+    # the client's soma.showRelated calls findRelatedExperiments with that argument: same count
+    listed = await session.command("soma.findRelatedExperiments", {**rotary.command.arguments[0], "limit": 0})
+    assert len(listed) == total
+    assert sum(r["dead_end"] for r in listed) == dead
+
+
+async def test_no_lens_where_nothing_is_related(session: Session, workspace):
+    (workspace / "util.py").write_text("def frobnicate_widget(qux):\n    return qux\n\n\nclass Zorp:\n    pass\n")
+    assert await session.lenses(session.open("util.py")) == []
+
+
+async def test_lenses_off_by_setting(start_session, preset):
+    session = await start_session(preset, init_options={"codeLens": {"enabled": False}})
+    assert await session.lenses(session.open(TRANSFORMER)) == []
+
+
+async def test_lenses_do_not_jump_while_typing(session: Session):
+    uri = session.open(TRANSFORMER)
+    before = await session.lenses(uri)
+    lines = [(l.range.start.line, l.command.title) for l in before]
+    # type a new function at the top of the file and ask again at once: the lenses kept are moved with
+    # the text, and the new definition gets no lens yet (nothing appears or jumps mid-typing)
+    new = "def rope_theta_500k_probe():\n    # rope theta 500k diverges: attention logits blow up\n"
+    session.change(uri, 2, [lsp.TextDocumentContentChangePartial(
+        range=lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)), text=new)])
+    during = await session.lenses(uri)
+    assert [(l.range.start.line - 2, l.command.title) for l in during] == lines
+    # typing inside a body moves nothing
+    body = during[1].range.start.line + 1
+    session.change(uri, 3, [lsp.TextDocumentContentChangePartial(
+        range=lsp.Range(lsp.Position(body, 0), lsp.Position(body, 0)), text="    zz = 1\n")])
+    typing = await session.lenses(uri)
+    assert [l.range.start.line for l in typing[:2]] == [l.range.start.line for l in during[:2]]
+    assert [l.range.start.line for l in typing[2:]] == [l.range.start.line + 1 for l in during[2:]]
+    # once typing pauses they are recomputed on the new text: the new definition has its lens now
+    async def recomputed():
+        while True:
+            found = await session.lenses(uri)
+            if found and found[0].range.start.line == 0:
+                return found
+            await asyncio.sleep(0.1)
+    after = await asyncio.wait_for(recomputed(), TIMEOUT)
+    assert [l.range.start.line for l in after[1:]] == [l.range.start.line for l in typing]
+
+
+async def test_lens_refresh_is_requested_when_the_pool_changes(start_session, workspace):
+    session = await start_session("visual-studio-code")
+    uri = session.open(TRANSFORMER)
+    await session.lenses(uri)
+    refreshes = session.lens_refreshes
+    record = workspace / ".soma" / "pool" / "exp-0042.json"
+    record.write_text(record.read_text().replace('"failed"', '"succeeded"').replace('"nan"', "3.2"))
+    session.client.workspace_did_change_watched_files(lsp.DidChangeWatchedFilesParams(
+        [lsp.FileEvent(record.as_uri(), lsp.FileChangeType.Changed)]))
+    await wait_until(lambda: session.lens_refreshes > refreshes, TIMEOUT)
+    line, _ = session.line_of(TRANSFORMER, "class RotaryEmbedding")
+    lenses = await session.lenses(uri)
+    total, dead = count(next(l for l in lenses if l.range.start.line == line).command.title)
+    assert dead == 1  # only exp-0121 is left as a dead end tied to RotaryEmbedding
