@@ -11,7 +11,7 @@ Artifacts (screenshots, result.json, the Soma output channel = server log, code-
 test-artifacts/vscode/ in the repo root.
 
 Environment:
-  SOMA_SKIP_VSCODE_E2E=1   skip (loudly)
+  SOMA_SKIP_VSCODE_E2E=1   skip (loudly; a deliberate opt-out, also on CI)
   CI=...                   a machine that cannot run the test fails instead of skipping
   SOMA_E2E_SERVER_COMMAND  JSON list overriding the server command (default: [sys.executable, "-m", "soma_lsp"])
 """
@@ -62,8 +62,10 @@ def _cannot_run(reason: str) -> None:
 
 
 def _machine_check() -> None:
-    if os.environ.get("SOMA_SKIP_VSCODE_E2E"):
-        _cannot_run("SOMA_SKIP_VSCODE_E2E is set")
+    if os.environ.get("SOMA_SKIP_VSCODE_E2E"):  # a deliberate opt-out, honoured on CI too
+        msg = "VS Code end-to-end test NOT RUN: SOMA_SKIP_VSCODE_E2E is set"
+        warnings.warn(msg, stacklevel=2)
+        pytest.skip(msg)
     if not sys.platform.startswith("linux"):
         _cannot_run(f"needs Linux (code-server + Debian chromium), this is {sys.platform}")
     for tool in ("node", "npm"):
