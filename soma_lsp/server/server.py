@@ -160,7 +160,7 @@ def _describe(error: BaseException) -> str:
         try:
             from cattrs import transform_error
 
-            return "; ".join(transform_error(cause, path="params"))
+            return "; ".join(m.replace(" @ .", " @ ", 1) for m in transform_error(cause, path=""))
         except Exception:  # noqa: BLE001
             pass
     return str(cause) or type(cause).__name__

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable
@@ -244,7 +245,7 @@ class RawServer:
                 head, sep, rest = self._buffer.partition(b"\r\n\r\n")
                 if not sep:
                     break
-                length = int(head.split(b":")[1])
+                length = int(re.search(rb"Content-Length: *(\d+)", head, re.I).group(1))
                 if len(rest) < length:
                     break
                 self.messages.append(json.loads(rest[:length]))
