@@ -325,6 +325,8 @@ def test_vscode_extension_end_to_end() -> None:
     assert restart_at >= 0 and log_text.find("the server is running", restart_at) > restart_at, (
         f"no clean restart in {output_log}")
 
+    assert value("settings_change")["visibleLenses"] == 0
+
     status = value("status_bar")
     assert "Soma" in status, status
     assert result["ok"], result["errors"]

@@ -258,6 +258,41 @@ async function palette(page, text) {
       await page.keyboard.press('Escape');
       return (await panel.first().innerText()).split('\n').filter((l) => /\[client/.test(l)).slice(-4);
     });
+    await step('settings_change', async () => {
+      // Untick "Soma › Code Lens: Enabled" in the Settings editor: the change reaches the server
+      // (workspace/didChangeConfiguration) and the lenses go away.
+      await palette(page, '>Preferences: Open User Settings');
+      const cmd = page.locator('.quick-input-list .monaco-list-row', { hasText: 'Preferences: Open User Settings' })
+        .filter({ hasNotText: 'JSON' }).first();
+      await cmd.waitFor({ timeout: 10000 });
+      await cmd.click();
+      const search = page.locator('.settings-editor .suggest-input-container .monaco-editor textarea, .settings-editor .search-container textarea').first();
+      await search.waitFor({ timeout: 15000 });
+      await search.fill('soma.codeLens.enabled');
+      const box = page.locator('.settings-editor .setting-item-bool .setting-value-checkbox').first();
+      await box.waitFor({ timeout: 15000 });
+      if ((await box.getAttribute('aria-checked')) !== 'true') throw new Error('the setting is not on to begin with');
+      await box.click();
+      await page.waitForFunction(
+        () => document.querySelector('.settings-editor .setting-item-bool .setting-value-checkbox')?.getAttribute('aria-checked') === 'false',
+        null, { timeout: 5000 });
+      await page.locator('.tabs-container .tab', { hasText: path.posix.basename(FILE) }).first().click();
+      const lenses = page.locator('.monaco-editor .codelens-decoration').filter({ hasText: LENS_RE, visible: true });
+      const deadline = Date.now() + 30000;
+      let n = await lenses.count();
+      while (n > 0 && Date.now() < deadline) {
+        await page.waitForTimeout(250);
+        n = await lenses.count();
+      }
+      if (n === 0) {
+        // not just a repaint: still none a moment later
+        await page.waitForTimeout(2000);
+        n = await lenses.count();
+      }
+      await page.screenshot({ path: path.join(OUT, 'lenses-off.png') });
+      if (n > 0) throw new Error(`${n} code lenses still shown 30 s after turning soma.codeLens.enabled off`);
+      return { visibleLenses: n };
+    });
     ok = true;
   } catch (e) {
     try { if (page) await page.screenshot({ path: path.join(OUT, 'failure.png') }); } catch (_) { /* page gone */ }
