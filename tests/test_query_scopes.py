@@ -5,6 +5,7 @@ import textwrap
 import pytest
 
 from soma_lsp.query import build_query, definitions, encloses, find_definition, related
+from soma_lsp.query.identifiers import TERM_NOISE
 from soma_lsp.retrieval.tokenize import tokenize
 
 SRC = textwrap.dedent('''\
@@ -43,6 +44,11 @@ SRC = textwrap.dedent('''\
         return total
     ''')
 P = "model/rope.py"
+
+
+def terms_of(*words: str) -> set[str]:
+    """The retrieval terms BuiltQuery.text carries for these words (one-letter ones dropped)."""
+    return {t for w in words for t in tokenize(w) if len(t) > 1 and t not in TERM_NOISE}
 
 
 def line_of(text: str, src: str = SRC) -> int:
@@ -89,7 +95,7 @@ def test_hover_inside_method_is_that_method():
     assert q.basis == "definition"
     assert q.architecture == {"Linear": 1.0}
     words = q.text.split()
-    assert {"theta", "proj", "Linear", "head_dim"} <= set(words)
+    assert terms_of("theta", "proj", "Linear", "head_dim", "RotaryEmbedding") <= set(words)
     assert "forward" not in words  # another method
 
 
@@ -107,7 +113,7 @@ def test_hover_between_definitions_has_no_scope():
     assert q.scope is None
     assert q.word == "LR"
     assert q.basis == "statement"
-    assert "LR" in q.text.split()
+    assert "lr" in q.text.split()
     blank = line_of("class Rotary") - 2
     q2 = build_query(SRC, P, position=(blank, 0), scope="hover")
     assert q2.scope is None and q2.word is None
@@ -134,7 +140,7 @@ def test_find_selection_then_definition_then_file():
     q = build_query(SRC, P, selection=(start, end), position=end, scope="find")
     assert q.basis == "selection"
     assert q.scope.qualname == "RotaryEmbedding.__init__"  # encloses the selection (for ties)
-    assert set(q.text.split()) == {"theta", "proj", "Linear", "head_dim"}
+    assert set(q.text.split()) == terms_of("theta", "proj", "Linear", "head_dim")
     assert q.architecture == {"Linear": 1.0}
     # reversed selection is the same
     assert build_query(SRC, P, selection=(end, start), scope="find").text == q.text
@@ -150,14 +156,14 @@ def test_find_selection_then_definition_then_file():
 def test_file_scope_covers_everything():
     q = build_query(SRC, P, position=(line_of("return total"), 8), scope="file")
     assert q.scope is None and q.basis == "file"
-    assert {"RotaryEmbedding", "evaluate", "LR", "lookup"} <= set(q.text.split())
+    assert terms_of("RotaryEmbedding", "evaluate", "LR", "lookup") <= set(q.text.split())
     assert q.architecture == {"Linear": 1.0}
 
 
 def test_noise_is_removed():
     words = set(build_query(SRC, P, scope="file").text.split())
-    for noise in ("self", "cls", "None", "True", "return", "def", "class", "import", "for", "in",
-                  "range", "len", "super", "__init__", "b", "q", "k", "nn"):
+    for noise in ("self", "cls", "none", "true", "return", "def", "class", "import", "for", "in",
+                  "range", "super", "init", "b", "q", "k", "nn", "the", "and"):
         assert noise not in words, noise
     assert "torch" in words
 
@@ -165,17 +171,17 @@ def test_noise_is_removed():
 def test_docstring_and_comment_words_are_included():
     q = build_query(SRC, P, position=(line_of("return self.rotate"), 12), scope="hover")
     words = q.text.split()
-    assert {"Rotate", "queries", "keys", "rotation", "float32", "stability"} <= set(words)
+    assert terms_of("Rotate", "queries", "keys", "rotation", "float32", "stability") <= set(words)
     assert "the" not in words and "and" not in words  # stop words
     # the comment block directly above a class belongs to it
     q2 = build_query(SRC, P, position=(line_of("class Rotary"), 8), scope="hover")
-    assert {"Rotary", "diverged", "500k", "RoPE", "Precomputes"} <= set(q2.text.split())
+    assert terms_of("Rotary", "diverged", "500k", "RoPE", "Precomputes") <= set(q2.text.split())
     assert "rope" in tokenize(q2.text)
 
 
 def test_other_string_literals_are_not_text():
     src = 'def f():\n    name = "zebra_giraffe"\n    return name\n'
-    assert "zebra_giraffe" not in build_query(src, "a.py", scope="file").text
+    assert "zebra" not in build_query(src, "a.py", scope="file").text
 
 
 def test_ranges_in_utf16_with_non_ascii_before_the_cursor():
@@ -244,9 +250,17 @@ def test_lens_with_two_definitions_on_one_line():
 
 def test_method_text_names_its_class():
     q = build_query(SRC, P, position=(line_of("return None"), 10), scope="hover")
-    assert q.text.split()[:2] == ["RotaryEmbedding", "Cache"]
+    assert q.text.split()[:4] == ["rotary", "embedding", "rotaryembedding", "cache"]
     assert "lookup" in q.text.split()
     # a selection is taken as written
     line = line_of("self.theta = theta")
     q2 = build_query(SRC, P, selection=((line, 0), (line, 30)), scope="find")
-    assert "RotaryEmbedding" not in q2.text.split()
+    assert "rotaryembedding" not in q2.text.split()
+
+
+def test_text_is_retrieval_terms_without_noise_parts():
+    src = "def attend(q_proj, is_causal, multiple_of, isTraining, RoPE):\n    pass\n"
+    q = build_query(src, "a.py", position=(1, 4), scope="hover")
+    assert q.text.split() == ["attend", "proj", "causal", "multiple", "training", "istraining",
+                              "ro", "pe", "rope"]
+    assert tokenize(q.text) == q.text.split()  # the core sees exactly these terms

@@ -18,10 +18,13 @@ Scopes (``scope=``):
   else the definition enclosing ``position``, else the whole file.
 * ``"file"`` — the whole file.
 
-``BuiltQuery.text`` holds the distinct identifiers of the scope's code (noise removed, see
-``identifiers``), then the distinct words of its comments and docstrings (stop words removed),
-including a comment block directly above a definition. A definition's text starts with the names
-of the definitions enclosing it (``RotaryEmbedding`` for ``RotaryEmbedding.forward``). Other string literals are not part of
+``BuiltQuery.text`` holds the identifiers of the scope's code (noise removed, see
+``identifiers``), then the words of its comments and docstrings (stop words removed), including
+a comment block directly above a definition; a definition's text starts with the names of the
+definitions enclosing it (``RotaryEmbedding`` for ``RotaryEmbedding.forward``). It is written as
+the distinct retrieval terms of those words (``soma_lsp.retrieval.tokenize``), in order of first
+appearance, minus the terms that are stop words or one character — so ``is_causal`` and
+``multiple_of`` do not make a query match every note containing "is" or "of". Other string literals are not part of
 it. ``architecture`` is the scope's component bag (see ``architecture``).
 """
 
@@ -33,7 +36,8 @@ from typing import Literal
 from .architecture import bag_of, config_selection_bag
 from .definitions import Definition, encloses, find_definition, innermost, related
 from .document import clear_cache, parse
-from .identifiers import STOP_WORDS, code_noise, identifiers, is_noise_identifier, prose_words, word_at
+from .identifiers import (STOP_WORDS, code_noise, identifiers, is_noise_identifier, prose_words,
+                          terms_text, word_at)
 from .languages import CONFIG_LANGUAGES, language_for_path
 from .positions import (LineIndex, Position, Range, index_to_position, index_to_utf16,
                         position_to_index, utf16_len, utf16_to_index)
@@ -123,7 +127,7 @@ def _text(doc, start: int, end: int, text_start: int | None = None,
             if ps >= end:
                 break
             words.extend(prose_words(doc.source[max(ps, ts):min(pe, end)]))
-    return " ".join(dict.fromkeys(words))
+    return terms_text(words)
 
 
 def _bag(doc, start: int, end: int, whole: bool) -> dict[str, float]:

@@ -169,3 +169,19 @@ def word_at(line: str, index: int) -> tuple[int, int] | None:
     while is_word(end):
         end += 1
     return start, end
+
+
+TERM_NOISE = STOP_WORDS | {"self", "cls"}
+
+
+def terms_text(words: list[str]) -> str:
+    """The distinct retrieval terms of ``words`` (first appearance first), without one-character
+    and stop-word terms — the parts of ``is_causal`` or ``q_proj`` that would match any note."""
+    from soma_lsp.retrieval.tokenize import tokenize
+
+    seen: dict[str, None] = {}
+    for w in dict.fromkeys(words):
+        for t in tokenize(w):
+            if len(t) > 1 and t not in TERM_NOISE and not t.isdigit():
+                seen.setdefault(t, None)
+    return " ".join(seen)
