@@ -163,10 +163,32 @@ function serialized<T>(f: () => Promise<T>): Promise<T> {
   return p;
 }
 
-function ensureClient(): Promise<LanguageClient | undefined> {
-  if (client && client.state === State.Running) return Promise.resolve(client);
+/** Resolves when `c` is running, or after `ms` / once it stops. */
+function whenRunning(c: LanguageClient, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    const sub = c.onDidChangeState((e) => {
+      if (e.newState !== State.Starting) done();
+    });
+    function done() {
+      clearTimeout(timer);
+      sub.dispose();
+      resolve();
+    }
+  });
+}
+
+/** The running client; starts one when there is none (or the last one gave up). */
+async function ensureClient(): Promise<LanguageClient | undefined> {
+  const c = client;
+  if (c && c.state === State.Starting) await whenRunning(c, 30000); // it is restarting itself after a crash
+  if (c && c === client && c.state === State.Running) return c;
   if (!starting) {
-    starting = serialized(async () => (client && client.state === State.Running ? client : startClient()));
+    starting = serialized(async () => {
+      if (client && client.state === State.Running) return client;
+      await stopClient(); // a client that stopped for good
+      return startClient();
+    });
     starting.finally(() => (starting = undefined)).catch(() => undefined);
   }
   return starting;
