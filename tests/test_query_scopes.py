@@ -264,3 +264,10 @@ def test_text_is_retrieval_terms_without_noise_parts():
     assert q.text.split() == ["attend", "proj", "causal", "multiple", "training", "istraining",
                               "ro", "pe", "rope"]
     assert tokenize(q.text) == q.text.split()  # the core sees exactly these terms
+
+
+def test_attribute_names_are_not_builtins():
+    src = "model = torch.compile(model)\nn = len(x.float().sum())\n"
+    words = build_query(src, "train.py", scope="file").text.split()
+    assert "compile" in words and "float" in words and "sum" in words
+    assert "len" not in words

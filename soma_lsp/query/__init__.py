@@ -36,8 +36,8 @@ from typing import Literal
 from .architecture import bag_of, config_selection_bag
 from .definitions import Definition, encloses, find_definition, innermost, related
 from .document import clear_cache, parse
-from .identifiers import (STOP_WORDS, code_noise, identifiers, is_noise_identifier, prose_words,
-                          terms_text, word_at)
+from .identifiers import STOP_WORDS, code_noise, is_noise_identifier, prose_words, terms_text, word_at
+from .identifiers import identifiers as _identifiers
 from .languages import CONFIG_LANGUAGES, language_for_path
 from .positions import (LineIndex, Position, Range, index_to_position, index_to_utf16,
                         position_to_index, utf16_len, utf16_to_index)
@@ -118,9 +118,9 @@ def _text(doc, start: int, end: int, text_start: int | None = None,
              if not is_noise_identifier(p, code_noise(doc.lang))] if scope is not None else []
     if not doc.has_grammar:  # config, unknown language, grammar not installed: every word
         noise = code_noise(doc.lang) | STOP_WORDS
-        words += [w for w in identifiers(doc.source[ts:end], noise) if w.lower() not in STOP_WORDS]
+        words += [w for w in _identifiers(doc.source[ts:end], noise) if w.lower() not in STOP_WORDS]
     else:
-        words += identifiers(doc.masked[ts:end], code_noise(doc.lang))
+        words += _identifiers(doc.masked[ts:end], code_noise(doc.lang))
         for ps, pe in doc.prose:
             if pe <= ts:
                 continue
@@ -152,7 +152,7 @@ def build_query(
     try:
         return _build_query(source, path, position, selection, scope)
     except Exception:  # a bug here must not take hover/lens/find down with it
-        words = identifiers(source, code_noise("text") | STOP_WORDS)
+        words = _identifiers(source, code_noise("text") | STOP_WORDS)
         return BuiltQuery(" ".join(dict.fromkeys(words)))
 
 

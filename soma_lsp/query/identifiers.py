@@ -133,9 +133,15 @@ def is_noise_identifier(word: str, noise: frozenset[str]) -> bool:
     )
 
 
+_ATTRIBUTE = re.compile(r"\.[ \t]*([^\W\d]\w*)")
+_ATTRIBUTE_OK = frozenset(_PYTHON_BUILTINS)
+
+
 def identifiers(code: str, noise: frozenset[str]) -> list[str]:
-    """Identifiers of (already comment- and string-masked) code, noise removed, in order."""
-    return [w for w in IDENT_RE.findall(code) if not is_noise_identifier(w, noise)]
+    """Identifiers of (already comment- and string-masked) code, noise removed, in order. An
+    attribute name is no builtin: ``torch.compile``, ``x.float()`` keep ``compile``/``float``."""
+    kept = _ATTRIBUTE_OK.intersection(_ATTRIBUTE.findall(code)) if "." in code else ()
+    return [w for w in IDENT_RE.findall(code) if w in kept or not is_noise_identifier(w, noise)]
 
 
 def prose_words(text: str) -> list[str]:
