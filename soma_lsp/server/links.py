@@ -52,7 +52,7 @@ def id_at(index: LiveIndex, source: str, position: tuple[int, int]):
     return None
 
 
-def compute(index: LiveIndex, snap: "Snapshot") -> list[lsp.DocumentLink]:
+def compute(index: LiveIndex, snap: "Snapshot", tooltips: bool = True) -> list[lsp.DocumentLink]:
     out: list[lsp.DocumentLink] = []
     for line_no, line in enumerate(convert.split_lines(snap.source)):
         if len(line) > MAX_LINE:
@@ -69,7 +69,8 @@ def compute(index: LiveIndex, snap: "Snapshot") -> list[lsp.DocumentLink]:
                 range=lsp.Range(lsp.Position(line_no, index_to_utf16(line, start)),
                                 lsp.Position(line_no, index_to_utf16(line, end))),
                 target=target,
-                tooltip=f"{plain(record.name, 80)} ({record.status.value}) — open the experiment record"))
+                tooltip=f"{plain(record.name, 80)} ({record.status.value}) — open the experiment record"
+                if tooltips else None))
             if len(out) >= MAX_LINKS:
                 return out
     return out
@@ -78,7 +79,8 @@ def compute(index: LiveIndex, snap: "Snapshot") -> list[lsp.DocumentLink]:
 @contained(list, name="documentLink")
 async def document_link(ls: "SomaServer", params: lsp.DocumentLinkParams) -> list[lsp.DocumentLink]:
     snap = ls.snapshot(params.text_document.uri)
-    return await ls.run_query(compute, ls.index, snap)
+    tooltips = bool(ls.capability("text_document.document_link.tooltip_support", False))
+    return await ls.run_query(compute, ls.index, snap, tooltips)
 
 
 def register(ls: "SomaServer") -> None:

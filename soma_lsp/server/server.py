@@ -49,6 +49,7 @@ log = logging.getLogger("soma_lsp.server")
 
 NAME = "soma-lsp"
 POOL_STATUS = "soma/poolStatus"
+SWITCH_INTERVAL = 0.0005  # seconds, see `_serve`
 WATCH_GLOB = "**/*.{json,jsonl,yaml,yml}"
 
 
@@ -322,28 +323,30 @@ class SomaServer(LanguageServer):
     # -- the pool -------------------------------------------------------------------------------------
 
     async def start_pool(self) -> None:
-        """(Re)create the pool for the current roots and load it off the loop. On a reload with other
-        roots, the previous index keeps answering until the new one is loaded."""
+        """(Re)create the pool for the current roots and load it off the loop.
+
+        The first load fills the index queries already use, so results appear as batches land. A
+        reload (same roots or new ones) loads into a fresh index while the previous one keeps
+        answering — no query waits behind a big update — and swaps it in when done; the previous
+        watcher runs until then."""
         roots = self._roots_for(self.settings)
         first = self.pool is None
         index = self.index if first else LiveIndex()
         pool = LivePool(roots, index)
+        log.info("pool roots: %s", ", ".join(roots))
+        if first:
+            self.roots = roots
+        await self._load(pool)
         self._stop_watching()
         if self._unsubscribe is not None:
             self._unsubscribe()
-        self.roots = roots
-        log.info("pool roots: %s", ", ".join(roots))
-        await self._load(pool)
-        self.pool, self.index = pool, index
+        self.pool, self.index, self.roots = pool, index, roots
         self._unsubscribe = pool.subscribe(self._pool_changed_threadsafe)
         await self._watch(pool)
         self.pool_changed(None)
 
     async def reload_pool(self) -> None:
-        if self.pool is None or self._roots_for(self.settings) != self.roots:
-            await self.start_pool()
-            return
-        await self._load(self.pool)
+        await self.start_pool()
 
     async def _load(self, pool: LivePool) -> None:
         from .progress import IndexingProgress
@@ -544,6 +547,10 @@ class SomaServer(LanguageServer):
 
         self._loop = asyncio.get_running_loop()
         self._stop_event = asyncio.Event()
+        # Queries hand the GIL back and forth with a pool load that parses in another thread; a
+        # short switch interval keeps each handoff (numpy releases the GIL on every array op)
+        # from waiting the default 5 ms behind the loader — hovers stay prompt during a reindex.
+        sys.setswitchinterval(SWITCH_INTERVAL)
         self.protocol.set_writer(writer)
         try:
             await serve_stream(read, self.protocol, self._stop_event)
