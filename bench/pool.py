@@ -221,7 +221,9 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    return f"{os.cpu_count()} CPUs (nproc), {cpu}, Python {platform.python_version()}, {platform.system()}"
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    return (f"{os.cpu_count()} CPUs (nproc), {cpu}, Python {platform.python_version()}, {platform.system()}; "
+            f"load average at the end {load}")
 
 
 def main() -> None:
