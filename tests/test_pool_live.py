@@ -271,3 +271,26 @@ def test_directory_event_reads_only_new_or_gone_files(tmp_path):
     assert all(index.get(f"exp-{i}") is before[f"exp-{i}"] for i in range(1, 10))  # not re-read
     pool.apply([root / "dir"])
     assert index.version == version + 1  # nothing new: nothing to do
+
+
+def test_appending_to_a_big_jsonl_touches_only_the_new_lines(tmp_path):
+    root = tmp_path / "pool"
+    path = root / "runs.jsonl"
+    write(path, "".join(json.dumps(rec(i)) + "\n" for i in range(1000)))
+    pool, index = make_pool(root)
+    before = {r.id: r for r in index.records()}
+    changes = []
+    pool.subscribe(changes.append)
+    with path.open("a") as f:  # a run finishes: one more line
+        f.write(json.dumps(rec(1000, notes="new")) + "\n")
+    pool.apply([path])
+    assert changes[-1].added == ("exp-1000",) and changes[-1].removed == ()
+    assert all(index.get(i) is r for i, r in before.items())  # same objects: not re-validated or re-indexed
+    lines = path.read_text().splitlines()
+    lines[500] = json.dumps(rec(500, name="fixed"))  # a record fixed in place
+    lines.insert(0, json.dumps(rec(2000)))  # and a line inserted at the top: every later line moves
+    path.write_text("\n".join(lines) + "\n")
+    pool.apply([path])
+    assert index.get("exp-500").name == "fixed" and index.get("exp-2000").source.line == 0
+    assert all(index.get(f"exp-{i}").source.line == i + 1 for i in range(1001))
+    assert all(index.get(f"exp-{i}").name == f"run-{i}" for i in range(1001) if i != 500)

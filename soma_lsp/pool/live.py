@@ -223,7 +223,8 @@ class LivePool:
             listed = sizes is not None and path in sizes and path not in gone
             if listed or self._readable(path, extras):  # the listing checked what _readable checks
                 size = sizes.get(path, 0) if sizes else 0
-                load = load_file(path, progress=streamed if size > step else None, **self._limits)
+                load = load_file(path, progress=streamed if size > step else None, previous=self._files.get(path),
+                                 **self._limits)
                 if not load.exists:  # gone since it was listed (or since the event)
                     if listed:
                         extras[path] = load.problems

@@ -16,7 +16,9 @@ than ~1000 levels is refused; a YAML document whose aliases expand past `YAML_EX
 
 from __future__ import annotations
 
+import dataclasses
 import errno
+import hashlib
 import json
 import os
 import re
@@ -53,6 +55,10 @@ class FileLoad:
     problems: list[Problem] = field(default_factory=list)
     exists: bool = True
     size: int = 0
+    #: `.jsonl` only: a 16-byte digest of each valid line's bytes → its record, so that re-reading a
+    #: file that grew or changed in a few lines reuses the records of the lines that did not change
+    #: (the same objects: the index is not touched for them).
+    line_records: dict[bytes, Record] | None = field(default=None, repr=False, compare=False)
 
 
 def file_format(path: str) -> str | None:
@@ -61,9 +67,11 @@ def file_format(path: str) -> str | None:
 
 
 def load_file(path: str | os.PathLike, *, max_json_bytes: int = MAX_JSON_BYTES,
-              max_yaml_bytes: int = MAX_YAML_BYTES, progress: Callable[[int], None] | None = None) -> FileLoad:
+              max_yaml_bytes: int = MAX_YAML_BYTES, progress: Callable[[int], None] | None = None,
+              previous: FileLoad | None = None) -> FileLoad:
     """Read one pool file; never raises (a problem of kind `vanished` if it does not exist).
-    `progress(bytes_read)` is called now and then while a `.jsonl` file streams in."""
+    `progress(bytes_read)` is called now and then while a `.jsonl` file streams in. `previous` (the last
+    load of the same `.jsonl` file) lets unchanged lines keep their records without re-validation."""
     path = os.fspath(path)
     out = FileLoad(path)
     fmt = file_format(path) or "json"
@@ -71,7 +79,8 @@ def load_file(path: str | os.PathLike, *, max_json_bytes: int = MAX_JSON_BYTES,
         with open(path, "rb") as f:
             size = out.size = os.fstat(f.fileno()).st_size
             if fmt == "jsonl":
-                _load_jsonl(f, out, max_json_bytes, progress)
+                _load_jsonl(f, out, max_json_bytes, progress,
+                            previous.line_records if previous is not None else None)
                 return out
             limit = max_yaml_bytes if fmt == "yaml" else max_json_bytes
             if size > limit:
@@ -153,6 +162,10 @@ def _add_record(out: FileLoad, value: Any, line: int) -> None:
     except Exception as error:  # noqa: BLE001
         out.problems.append(Problem(out.path, line, "", f"invalid record: {error!r}", "error", "validation"))
         return
+    _keep_record(out, record, line)
+
+
+def _keep_record(out: FileLoad, record: Record, line: int) -> None:
     out.records.append(record)
     for warning in record.warnings:
         name, sep, message = warning.partition(": ")
@@ -260,12 +273,16 @@ def _json_trailer(text: str, position: int, out: FileLoad) -> None:
         out.problems.append(_json_problem(out.path, json.JSONDecodeError("Extra data", text, rest)))
 
 
-def _load_jsonl(f, out: FileLoad, max_line: int, progress: Callable[[int], None] | None) -> None:
+def _load_jsonl(f, out: FileLoad, max_line: int, progress: Callable[[int], None] | None,
+                previous: dict[bytes, Record] | None) -> None:
     """One record per non-empty line, streamed; a bad line is reported and the next one still loads."""
     path = out.path
     readline = f.readline
     number = -1
     done = reported = 0
+    line_records = out.line_records = {}
+    previous = previous or {}
+    digest = hashlib.blake2b
     while True:
         raw = readline(max_line + 1)
         if not raw:
@@ -288,6 +305,15 @@ def _load_jsonl(f, out: FileLoad, max_line: int, progress: Callable[[int], None]
             raw = raw[len(BOM):]
         if raw.isspace() or not raw:
             continue
+        key = digest(raw.rstrip(b"\r\n"), digest_size=16).digest()
+        known = previous.get(key)
+        if known is not None:  # an unchanged line: the same record, at its (possibly new) line
+            if known.source is None or known.source.line != number or known.source.path != path:
+                known = dataclasses.replace(known, source=Source(path, number))
+            line_records[key] = known
+            _keep_record(out, known, number)
+            continue
+        records_before = len(out.records)
         try:
             value = orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -301,6 +327,8 @@ def _load_jsonl(f, out: FileLoad, max_line: int, progress: Callable[[int], None]
                 continue
         if isinstance(value, dict):
             _add_record(out, value, number)
+            if len(out.records) > records_before:
+                line_records[key] = out.records[-1]
         else:
             _not_a_record(out, value, number, "one record (an object) per line")
 
