@@ -103,7 +103,7 @@ async def recompute(ls: "SomaServer", uri: str, *, refresh: bool = True) -> list
     except asyncio.CancelledError:
         stop = True
         raise
-    current = ls.workspace.text_documents.get(uri)
+    current = ls.open_document(uri)
     if current is None or current.version != snap.version:
         return lenses  # the text moved on; the next recompute will store
     old = ls.lens_states.get(uri)
@@ -167,7 +167,7 @@ async def code_lens(ls: "SomaServer", params: lsp.CodeLensParams) -> list[lsp.Co
         return []
     uri = params.text_document.uri
     state = ls.lens_states.get(uri)
-    document = ls.workspace.text_documents.get(uri)
+    document = ls.open_document(uri)
     if state is not None and document is not None:
         fresh = state.version == document.version and state.key == _key(ls)
         if fresh or ls.idle_for(uri) < LENS_DEBOUNCE:

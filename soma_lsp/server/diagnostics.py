@@ -114,7 +114,7 @@ async def publish(ls: "SomaServer", uri: str) -> None:
         return
     snap = ls.snapshot(uri)
     found = await ls.run_query(compute, ls.index, ls.pool, snap, ls.settings.dead_end_severity)
-    current = ls.workspace.text_documents.get(uri)
+    current = ls.open_document(uri)
     if current is None or current.version != snap.version:
         return  # superseded: the next scheduled run publishes for the newer text
     ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=found,

@@ -41,6 +41,7 @@ def on_shutdown(ls: "SomaServer", params: None) -> None:
 
 
 def did_open(ls: "SomaServer", params: lsp.DidOpenTextDocumentParams) -> None:
+    ls.document_opened(params.text_document.uri)
     ls.schedule_document(params.text_document.uri, 0.0)
 
 

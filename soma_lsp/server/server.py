@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
+from urllib.parse import unquote
 
 from cattrs.errors import ClassValidationError
 from lsprotocol import types as lsp
@@ -195,6 +196,8 @@ class SomaServer(LanguageServer):
         self._tokens = itertools.count(1)
         self._watch_registration: str | None = None
         self.lens_states: dict[str, Any] = {}  # uri → code_lens.LensState
+        self._opened: dict[str, str] = {}  # unquoted URI → the client's spelling
+        self._pending_pool: LivePool | None = None
 
     # -- small helpers ------------------------------------------------------------------------------
 
@@ -281,10 +284,20 @@ class SomaServer(LanguageServer):
         return Snapshot(uri, path, relpath, source, document.version)
 
     def open_uris(self) -> list[str]:
+        """The open documents, spelled as the client spelled their URIs (pygls keys them unquoted)."""
+        return list(self._opened.values())
+
+    def open_document(self, uri: str):
+        """The open document for this URI (None when it is not open)."""
+        if unquote(uri) not in self._opened:
+            return None
         try:
-            return list(self.workspace.text_documents)
+            return self.workspace.text_documents.get(unquote(uri))
         except RuntimeError:
-            return []
+            return None
+
+    def document_opened(self, uri: str) -> None:
+        self._opened[unquote(uri)] = uri
 
     # -- settings -------------------------------------------------------------------------------------
 
@@ -327,8 +340,9 @@ class SomaServer(LanguageServer):
 
         The first load fills the index queries already use, so results appear as batches land. A
         reload (same roots or new ones) loads into a fresh index while the previous one keeps
-        answering — no query waits behind a big update — and swaps it in when done; the previous
-        watcher runs until then."""
+        answering — no query waits behind a big update — and swaps it in when done. The new pool
+        is watched from before its load (changes seen during the load are applied right after it),
+        the previous watcher runs until the swap."""
         roots = self._roots_for(self.settings)
         first = self.pool is None
         index = self.index if first else LiveIndex()
@@ -336,13 +350,19 @@ class SomaServer(LanguageServer):
         log.info("pool roots: %s", ", ".join(roots))
         if first:
             self.roots = roots
-        await self._load(pool)
-        self._stop_watching()
+        previous_watcher, self.watcher = self.watcher, None
+        self._pending_pool = pool
+        try:
+            await self._watch(pool)
+            await self._load(pool)
+        finally:
+            self._pending_pool = None
+        if previous_watcher is not None:
+            self._pool_executor.submit(previous_watcher.stop)
         if self._unsubscribe is not None:
             self._unsubscribe()
         self.pool, self.index, self.roots = pool, index, roots
         self._unsubscribe = pool.subscribe(self._pool_changed_threadsafe)
-        await self._watch(pool)
         self.pool_changed(None)
 
     async def reload_pool(self) -> None:
@@ -407,11 +427,11 @@ class SomaServer(LanguageServer):
             log.exception("could not send %s", POOL_STATUS)
 
     async def apply_paths(self, paths: Iterable[str]) -> None:
-        pool = self.pool
+        """Changed paths reported by the client's watcher: into the pool (and one being loaded)."""
         paths = [p for p in paths if p]
-        if pool is None or not paths:
-            return
-        await self.run_pool(pool.apply, paths)
+        for pool in {id(p): p for p in (self.pool, self._pending_pool) if p is not None}.values():
+            if paths:
+                await asyncio.get_running_loop().run_in_executor(None, pool.apply, paths)
 
     # -- watching -------------------------------------------------------------------------------------
 
@@ -510,6 +530,7 @@ class SomaServer(LanguageServer):
             self.spawn(code_lens.recompute_all(self))
 
     def document_closed(self, uri: str) -> None:
+        self._opened.pop(unquote(uri), None)
         pending = self._doc_tasks.pop(uri, None)
         if pending is not None:
             pending.cancel()
