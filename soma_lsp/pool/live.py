@@ -14,6 +14,7 @@ disappears, the next occurrence becomes visible.
 from __future__ import annotations
 
 import bisect
+import itertools
 import logging
 import os
 import stat
@@ -278,15 +279,22 @@ class LivePool:
                         siblings.discard(path)
                         if not siblings:
                             del self._by_dir[directory]
-                    for ordinal, record in enumerate(old.records):
-                        self._claims[record.id].remove((path, ordinal))
-                        affected.add(record.id)
+                old_records = old.records if old is not None else []
+                new_records = load.records if load is not None else []
+                # The same record object at the same place (an unchanged .jsonl line) needs nothing.
+                kept = sum(1 for _ in itertools.takewhile(lambda pair: pair[0] is pair[1],
+                                                          zip(old_records, new_records)))
+                for ordinal in range(kept, len(old_records)):
+                    record = old_records[ordinal]
+                    self._claims[record.id].remove((path, ordinal))
+                    affected.add(record.id)
                 if load is not None:
                     self._files[path] = load
                     if load.problems:
                         self._problem_files.add(path)
                     self._by_dir.setdefault(os.path.dirname(path), set()).add(path)
-                    for ordinal, record in enumerate(load.records):
+                    for ordinal in range(kept, len(new_records)):
+                        record = new_records[ordinal]
                         bisect.insort(self._claims.setdefault(record.id, []), (path, ordinal))
                         affected.add(record.id)
             add: list[Record] = []
