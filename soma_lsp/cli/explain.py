@@ -3,7 +3,7 @@
 It runs the server's own feature code (`server.hover.compute`, `server.diagnostics.compute`,
 `server.code_lens.compute`) over the file as it is on disk and the pool as the server would load
 it, so what it prints is what a hover, the lenses and the dead-end warnings show. LINE and COL are
-1-based (COL defaults to the first non-blank character of the line). Without LINE: every warning of
+1-based (COL defaults to the line's first identifier that is not a keyword). Without LINE: every warning of
 the file and the lens of every definition.
 
 The workspace is the nearest directory above FILE holding `.soma/pool` (else `--workspace`, else
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"soma-lsp explain: {shown} has {len(lines)} lines, not {line}", file=sys.stderr)
             return 2
         text = lines[line - 1]
-        column = col - 1 if col else len(text) - len(text.lstrip())
+        column = col - 1 if col else _first_word(source, str(path), line - 1, text)
         character = len(text[:column].encode("utf-16-le")) // 2
         out.write(f"{shown}:{line}:{column + 1}\n")
         view = hover.compute(index, snap, (line - 1, character), settings, now)
@@ -111,6 +111,17 @@ def run(args: argparse.Namespace) -> int:
         out.write(f"  {shown}:{start.line + 1}:{start.character + 1}: {severity}: {diagnostic.message}"
                   f" [{diagnostic.code}]\n")
     return 0
+
+
+def _first_word(source: str, path: str, line: int, text: str) -> int:
+    """Without COL: the first identifier on the line that a hover would answer on (not a keyword)."""
+    from ..query import build_query
+
+    for match in re.finditer(r"[^\W\d]\w*", text):
+        character = len(text[:match.start()].encode("utf-16-le")) // 2
+        if build_query(source, path, position=(line, character), scope="hover").word:
+            return match.start()
+    return len(text) - len(text.lstrip())
 
 
 def _indent(text: str) -> str:

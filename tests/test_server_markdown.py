@@ -1,0 +1,66 @@
+"""Record text is data: whatever it holds, the server's Markdown renders it as inert text."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from soma_lsp.server.markdown import defang, escape, plain
+
+HOSTILE = [
+    "[click](http://evil.example)", "[reload the pool](command:soma.reloadPool)", "command:soma.reloadPool",
+    "<img src=x onerror=alert(1)>", "<script>alert(2)</script>", "`code`", "```\nfence\n```", "***bold em***",
+    "| a | b |\n|---|---|", "# heading", "\\", "&amp;", "![img](http://x/y.png)", "<https://auto.link>",
+    "www.evil.example", "mail me: a@b.example", "javascript:alert(document.cookie)", "[ref]: http://x",
+    "1. list\n2. items", "> quote", "~~strike~~", "<b>html</b>", "line\u2028break\u202eoverride", "x" * 1000,
+]
+
+
+def markdown_it():
+    pytest.importorskip("markdown_it")
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("gfm-like", {"html": True})
+    try:
+        md = MarkdownIt("gfm-like", {"html": True, "linkify": True})
+        md.render("www.example.com")
+    except Exception:  # linkify-it-py missing: autolinks are checked by the pattern test below
+        pass
+    return md
+
+
+def assert_inert_html(html: str) -> None:
+    tags = set(re.findall(r"<\s*([a-zA-Z][\w-]*)", html))
+    assert tags <= {"p"}, (tags, html)
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_hostile_text_renders_as_one_plain_paragraph(text):
+    md = markdown_it()
+    out = escape(text)
+    assert "\n" not in out
+    assert_inert_html(md.render(out))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=200))
+def test_any_text_renders_inert(text):
+    md = markdown_it()
+    assert_inert_html(md.render(escape(text)))
+
+
+@given(st.text(max_size=200))
+def test_no_autolinkable_urls_survive(text):
+    for out in (escape(text), plain(text)):
+        assert not re.search(r"(?i)\b(https?|ftp|file|command|javascript|vscode|mailto|data):(?!\])", out.replace("\\", ""))
+        assert not re.search(r"(?i)\bwww\.", out.replace("\\", ""))
+        assert not re.search(r"\S@\S", out.replace("\\", "").replace("[@]", " "))
+
+
+def test_defanged_text_still_reads_as_the_text():
+    assert defang("see http://x.example/run and www.y.example") == "see http[:]//x.example/run and www[.]y.example"
+    assert plain("loss:0.3 ratio: 2") == "loss:0.3 ratio: 2"  # ordinary colons are left alone
+    assert plain("a\nb\tc\u202ed") == "a b c d"
+    assert plain("x" * 500).endswith("…") and len(plain("x" * 500)) == 300

@@ -1,0 +1,62 @@
+"""Framing: the server's reader survives what pygls' own reader does not."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, strategies as st
+
+from soma_lsp.server.transport import FrameReader, request_id_in
+
+
+def frame(message: dict, *, length_delta: int = 0, eol: bytes = b"\r\n") -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d" % (len(body) + length_delta) + eol + eol + body
+
+
+MESSAGES = [{"jsonrpc": "2.0", "id": i, "method": "m", "params": {"text": "é ü 😀" * i}} for i in range(5)]
+
+
+def messages(items):
+    return [value for kind, value in items if kind == "message"]
+
+
+@given(st.lists(st.integers(min_value=1, max_value=40), max_size=50))
+def test_any_chunking_gives_the_same_messages(cuts):
+    data = b"".join(frame(m) for m in MESSAGES)
+    reader, out, position = FrameReader(), [], 0
+    for cut in cuts:
+        out += reader.feed(data[position:position + cut])
+        position += cut
+    out += reader.feed(data[position:])
+    assert messages(out) == MESSAGES
+
+
+def test_lf_headers_other_headers_and_case():
+    body = json.dumps(MESSAGES[1]).encode()
+    data = frame(MESSAGES[0], eol=b"\n") + b"Content-Type: x\r\ncontent-length: %d\r\n\r\n" % len(body) + body
+    assert messages(FrameReader().feed(data)) == MESSAGES[:2]
+
+
+def test_wrong_lengths_and_garbage_resynchronise():
+    data = (frame(MESSAGES[0], length_delta=40) + frame(MESSAGES[1], length_delta=-7)
+            + b"junk line\r\n" + frame(MESSAGES[2]) + frame(MESSAGES[3]))
+    assert messages(FrameReader().feed(data)) == MESSAGES[:4]
+
+
+def test_too_long_length_with_nothing_after_still_delivers():
+    reader = FrameReader()
+    assert messages(reader.feed(frame(MESSAGES[1], length_delta=100))) == [MESSAGES[1]]
+
+
+def test_bad_json_is_reported_with_its_id():
+    body = b'{"jsonrpc": "2.0", "id": 17, "method": "x", "params": {nope'
+    out = FrameReader().feed(b"Content-Length: %d\r\n\r\n" % len(body) + body + frame(MESSAGES[0]))
+    assert out[0][0] == "error" and out[0][1][0] == 17
+    assert messages(out) == [MESSAGES[0]]
+
+
+def test_request_id_in():
+    assert request_id_in(b'{"jsonrpc":"2.0","id":"abc","method') == "abc"
+    assert request_id_in(b'{"id": 3, "x": {"id": 4}') == 3
+    assert request_id_in(b"nothing here") is None
