@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         code = server.serve_tcp(host, port, ready)
     else:
         # The protocol owns the real stdout; anything else printing goes to stderr instead.
-        out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+        out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
         os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
         sys.stdout = sys.stderr
         code = server.serve_stdio(sys.stdin.buffer, out)

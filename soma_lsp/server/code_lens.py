@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("soma_lsp.server")
 SHOW_RELATED = "soma.showRelated"
+#: Lenses are computed for at most this many definitions of a file (in source order): each costs a
+#: ranking over the pool, and a generated file with thousands of functions must not keep a core busy.
+MAX_DEFINITIONS = 400
 
 
 @dataclass(slots=True)
@@ -71,7 +74,7 @@ def compute(index: LiveIndex, snap: "Snapshot", settings: Settings, now: datetim
             cancelled: Callable[[], bool] = lambda: False) -> list[Lens]:
     defs = definitions(snap.source, snap.name)
     out: list[Lens] = []
-    for definition in defs:
+    for definition in defs[:MAX_DEFINITIONS]:
         if cancelled():
             break
         (line, start), (_, end) = definition.name_range

@@ -5,7 +5,9 @@
   enclosing `position`, else the whole file; `text` replaces the query text (alone, it ranks that
   text: no document, no ties). `limit` defaults to 20; 0 means all (up to `related.COUNT_CAP`).
 * `soma.reloadPool` `{}` → the pool status after reloading.
-* `soma.showExperiment` `{id}` → the whole record with its `location`.
+* `soma.showExperiment` `{id}` → the whole record with its `location`, and `code_locations`: where
+  each `code` tie is in the workspace (`{code, uri, range}`, null when not found; a tie whose path
+  resolves outside the workspace folders — e.g. through a symlink — is not followed).
 * `soma.poolStatus` `{}` → `{version, pools, records, files, errors, indexing}`.
 
 A malformed argument gets a JSON-RPC -32602 error saying what is wrong; an unknown command too. A
@@ -15,12 +17,13 @@ command that fails inside answers -32603 with the reason. Commands run as cancel
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 
-from ..query import build_query, definitions
+from ..query import build_query, definitions, find_definition
 from . import convert
 from .related import find_related, retrieval_query, tied_records
 
@@ -150,7 +153,52 @@ async def show_experiment(ls: "SomaServer", arguments: Any) -> dict[str, Any]:
     record = ls.index.get(record_id)
     if record is None:
         raise BadArgument(SHOW_EXPERIMENT, f"id: no experiment {record_id!r} in the pool")
-    return convert.record_json(record)
+    result = convert.record_json(record)
+    open_sources = {}
+    for uri in ls.open_uris():
+        document, path = ls.open_document(uri), convert.uri_to_path(uri)
+        if document is not None and path:
+            open_sources[convert.real(path)] = document.source
+    result["code_locations"] = await ls.run_query(code_locations, record, ls.folders(), open_sources)
+    return result
+
+
+MAX_TIED_FILE = 2 * 1024 * 1024
+
+
+def code_locations(record, folders: list[str], open_sources: dict[str, str]) -> list[dict[str, Any]]:
+    """Where each `code` tie is in the workspace: `{code, uri, range}` (`uri`/`range` null when it
+    cannot be found). A tie's path is resolved (symlinks included) and must stay inside a workspace
+    folder, or it is not followed — nothing outside the workspace is read through a record."""
+    out = []
+    for tie in record.code:
+        entry: dict[str, Any] = {"code": str(tie), "uri": None, "range": None}
+        out.append(entry)
+        path = convert.code_tie_path(tie.path, folders)
+        if path is None or not os.path.isfile(path):
+            continue
+        entry["uri"] = convert.path_to_uri(path)
+        if tie.symbol is None:
+            entry["range"] = _range_json(((0, 0), (0, 0)))
+            continue
+        source = open_sources.get(path)
+        if source is None:
+            try:
+                if os.path.getsize(path) > MAX_TIED_FILE:
+                    continue
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    source = handle.read(MAX_TIED_FILE)
+            except OSError:
+                continue
+        found = find_definition(definitions(source, path), tie.symbol)
+        if found is not None:
+            entry["range"] = _range_json(found.name_range)
+    return out
+
+
+def _range_json(span) -> dict[str, Any]:
+    (sl, sc), (el, ec) = span
+    return {"start": {"line": sl, "character": sc}, "end": {"line": el, "character": ec}}
 
 
 async def pool_status(ls: "SomaServer", arguments: Any) -> dict[str, Any]:

@@ -588,7 +588,7 @@ class SomaServer(LanguageServer):
 
         class Writer:
             def write(self, data: bytes) -> None:
-                stdout.write(data)
+                stdout.write(data)  # a BufferedWriter: partial writes are retried for us
                 stdout.flush()
 
             def close(self) -> None:
@@ -640,15 +640,14 @@ class SomaServer(LanguageServer):
 
 
 async def _stdin_reader(loop: asyncio.AbstractEventLoop, stdin) -> Callable[[], Any]:
-    """An async `read()` of whatever stdin has: a pipe through the loop, else a worker thread."""
-    try:
-        reader = asyncio.StreamReader(limit=1 << 24)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
-        return lambda: reader.read(65536)
-    except (OSError, ValueError, NotImplementedError) as error:
-        log.debug("stdin is not a pipe (%s); reading it in a thread", error)
-        read1 = getattr(stdin, "read1", None) or stdin.read
-        return lambda: loop.run_in_executor(None, read1, 65536)
+    """An async `read()` of whatever stdin has, from a dedicated thread.
+
+    Not `connect_read_pipe`: that makes the descriptor non-blocking, and a client that gives the
+    server one socket for stdin and stdout would then see writes fail with EAGAIN. The thread is
+    outside the loop's default executor, so a read still blocked at exit holds nothing up."""
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="soma-stdin")
+    read1 = getattr(stdin, "read1", None) or stdin.read
+    return lambda: loop.run_in_executor(executor, read1, 65536)
 
 
 def create_server() -> SomaServer:

@@ -113,3 +113,21 @@ async def test_malformed_arguments_get_invalid_params(session: Session):
         assert message in raised.value.message, (message, raised.value.message)
         assert re.match(r"soma\.\w+: |unknown command", raised.value.message)
     assert (await session.command("soma.poolStatus"))["records"] == 74  # and the server goes on
+
+
+async def test_show_experiment_locates_code_ties_inside_the_workspace_only(session: Session, tmp_path):
+    record = await session.command("soma.showExperiment", {"id": "exp-0042"})
+    [where] = record["code_locations"]
+    line, col = session.line_of(TRANSFORMER, "class RotaryEmbedding")
+    assert where["uri"] == session.uri(TRANSFORMER)
+    assert where["range"]["start"] == {"line": line, "character": col + 6}
+    # a record whose tie goes through a symlink to outside the workspace: not followed, not read
+    secret = tmp_path / "outside.py"
+    secret.write_text("class Secret:\n    pass\n")
+    (session.workspace / "model" / "escape.py").symlink_to(secret)
+    pool = session.workspace / ".soma" / "pool" / "2026" / "exp-0302.json"
+    pool.write_text(json.dumps({"id": "exp-0302", "name": "symlinked", "code": ["model/escape.py::Secret", "train.py"]}))
+    await session.command("soma.reloadPool")
+    record = await session.command("soma.showExperiment", {"id": "exp-0302"})
+    assert record["code_locations"][0] == {"code": "model/escape.py::Secret", "uri": None, "range": None}
+    assert record["code_locations"][1]["uri"] == session.uri("train.py")
