@@ -124,3 +124,21 @@ async def test_closing_a_document_clears_its_diagnostics(session: Session):
     await session.diagnostics(uri, lambda d: bool(soma(d)))
     session.client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
     await session.diagnostics(uri, lambda d: d == [])
+
+
+async def test_fixing_a_bad_record_clears_its_diagnostic(session: Session):
+    rel = ".soma/pool/broken/mixed.jsonl"
+    uri = session.open(rel, language="jsonl")
+    await session.diagnostics(uri, lambda d: len(d) == 4)
+    path = session.path(rel)
+    lines = path.read_text().splitlines()
+    record = json.loads(lines[1])
+    record["name"] = "now-named"
+    lines[1] = json.dumps(record)
+    path.write_text("\n".join(lines) + "\n")
+    if session.registrations:
+        session.client.workspace_did_change_watched_files(lsp.DidChangeWatchedFilesParams(
+            [lsp.FileEvent(path.as_uri(), lsp.FileChangeType.Changed)]))
+    found = await session.diagnostics(uri, lambda d: len(d) == 3)
+    assert sorted(d.range.start.line for d in found) == [3, 4, 5]
+    assert (await session.command("soma.showExperiment", {"id": "exp-0171"}))["name"] == "now-named"
