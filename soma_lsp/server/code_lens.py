@@ -94,7 +94,8 @@ def _key(ls: "SomaServer") -> tuple:
 
 
 async def recompute(ls: "SomaServer", uri: str, *, refresh: bool = True) -> list[Lens]:
-    """Compute a document's lenses now (off the loop) and keep them; ask the client to refresh."""
+    """Compute a document's lenses now (off the loop) and keep them; ask the client to refresh.
+    Documents whose lenses were never asked for are left alone (the client may not show lenses)."""
     if not ls.settings.code_lens or uri not in ls.open_uris():
         ls.lens_states.pop(uri, None)
         return []
@@ -131,8 +132,9 @@ async def refresh_client(ls: "SomaServer") -> None:
 
 
 async def recompute_all(ls: "SomaServer") -> None:
+    """Recompute the lenses of every open document the client has asked lenses for."""
     changed = False
-    for uri in ls.open_uris():
+    for uri in [u for u in ls.open_uris() if u in ls.lens_states]:
         try:
             await recompute(ls, uri, refresh=False)
             changed = True

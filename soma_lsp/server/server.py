@@ -514,7 +514,7 @@ class SomaServer(LanguageServer):
             if delay:
                 await asyncio.sleep(delay)
             await diagnostics.publish(self, uri)
-            if lenses:
+            if lenses and uri in self.lens_states:
                 await asyncio.sleep(max(0.0, LENS_DEBOUNCE - delay))
                 await code_lens.recompute(self, uri)
         finally:

@@ -77,17 +77,25 @@ async def test_lenses_do_not_jump_while_typing(session: Session):
     assert [l.range.start.line for l in after[1:]] == [l.range.start.line for l in typing]
 
 
-async def test_lens_refresh_is_requested_when_the_pool_changes(start_session, workspace):
-    session = await start_session("visual-studio-code")
+async def test_lenses_follow_the_pool(session: Session, workspace):
     uri = session.open(TRANSFORMER)
     await session.lenses(uri)
     refreshes = session.lens_refreshes
     record = workspace / ".soma" / "pool" / "exp-0042.json"
     record.write_text(record.read_text().replace('"failed"', '"succeeded"').replace('"nan"', "3.2"))
-    session.client.workspace_did_change_watched_files(lsp.DidChangeWatchedFilesParams(
-        [lsp.FileEvent(record.as_uri(), lsp.FileChangeType.Changed)]))
-    await wait_until(lambda: session.lens_refreshes > refreshes, TIMEOUT)
+    if session.registrations:  # VS Code watches for the server; for Neovim the server watches
+        session.client.workspace_did_change_watched_files(lsp.DidChangeWatchedFilesParams(
+            [lsp.FileEvent(record.as_uri(), lsp.FileChangeType.Changed)]))
     line, _ = session.line_of(TRANSFORMER, "class RotaryEmbedding")
-    lenses = await session.lenses(uri)
-    total, dead = count(next(l for l in lenses if l.range.start.line == line).command.title)
-    assert dead == 1  # only exp-0121 is left as a dead end tied to RotaryEmbedding
+
+    async def dead_ends() -> int:
+        lenses = await session.lenses(uri)
+        return count(next(l for l in lenses if l.range.start.line == line).command.title)[1]
+
+    async def settled():
+        while await dead_ends() != 1:  # only exp-0121 is left as a dead end tied to RotaryEmbedding
+            await asyncio.sleep(0.05)
+    await asyncio.wait_for(settled(), TIMEOUT)
+    refresh = session.client.capabilities.workspace.code_lens
+    if refresh is not None and refresh.refresh_support:  # and the client was told to ask again
+        await wait_until(lambda: session.lens_refreshes > refreshes, TIMEOUT)

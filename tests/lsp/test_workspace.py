@@ -83,8 +83,8 @@ async def test_invalid_settings_fall_back_to_defaults_with_a_message(start_sessi
     assert {d.severity for d in found if d.source == "soma"} == {lsp.DiagnosticSeverity.Warning}
 
 
-async def test_settings_from_workspace_configuration_and_their_changes(start_session):
-    session = await start_session("visual-studio-code", configuration={"soma": {"hover": {"count": 1}}})
+async def test_settings_from_workspace_configuration_and_their_changes(start_session, preset):
+    session = await start_session(preset, configuration={"soma": {"hover": {"count": 1}}})
     uri = session.open(TRANSFORMER)
     line, col = session.line_of(TRANSFORMER, "class RotaryEmbedding")
     hover = await session.hover(uri, line, col + 6)
@@ -110,12 +110,12 @@ async def test_settings_pushed_by_did_change_configuration(start_session):
     assert {d.severity for d in found if d.source == "soma"} == {lsp.DiagnosticSeverity.Information}
 
 
-async def test_pool_setting_moves_the_pool(start_session, workspace, tmp_path):
+async def test_pool_setting_moves_the_pool(start_session, preset, workspace, tmp_path):
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     (outside / "one.json").write_text('{"id": "far-001", "name": "far-away-run", "status": "failed",'
                                       ' "conclusion": "it failed far away", "code": ["train.py"]}')
-    session = await start_session("visual-studio-code", init_options={"pool": str(outside)})
+    session = await start_session(preset, init_options={"pool": str(outside)})
     status = await session.command("soma.poolStatus")
     assert status["records"] == 1 and status["pools"] == [str(outside.resolve())]
     # a pool outside the workspace is watched by the server itself, even for a client that can watch

@@ -1,0 +1,50 @@
+"""A big pool: features answer while it is (re)indexed, from the index's consistent snapshot."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+
+from conftest import TIMEOUT, Session
+
+TRANSFORMER = "model/transformer.py"
+WORDS = ("rope theta attention norm rmsnorm swiglu moe router expert dropout lr warmup cosine adam batch seq "
+         "len token loss bf16 fp16 grad clip init embedding head").split()
+
+
+def big_pool(workspace, n: int) -> None:
+    rnd = random.Random(7)
+    with open(workspace / ".soma" / "pool" / "big.jsonl", "w") as out:
+        for i in range(n):
+            out.write(json.dumps({
+                "id": f"big-{i:06d}", "name": "-".join(rnd.sample(WORDS, 3)),
+                "status": rnd.choice(["succeeded", "failed", "regressed"]),
+                "conclusion": " ".join(rnd.sample(WORDS, 8)), "notes": " ".join(rnd.choices(WORDS, k=30)),
+                "finished_at": "2026-%02d-%02dT00:00:00Z" % (rnd.randint(1, 11), rnd.randint(1, 28)),
+                "architecture": rnd.sample(["Attention", "RMSNorm", "Linear", "SwiGLU", "Embedding"], 3)}) + "\n")
+
+
+async def test_hover_answers_during_a_reindex(start_session, preset, workspace):
+    big_pool(workspace, 20_000)
+    session: Session = await start_session(preset)
+    assert (await session.command("soma.poolStatus"))["records"] == 20_074
+    uri = session.open(TRANSFORMER)
+    line, col = session.line_of(TRANSFORMER, "class RotaryEmbedding")
+    before = len(session.statuses)
+    reload = asyncio.ensure_future(session.command("soma.reloadPool", {}))
+    await asyncio.wait_for(_until(lambda: any(s["indexing"] for s in session.statuses[before:])), TIMEOUT)
+    answered = 0
+    while not reload.done():
+        hover = await session.hover(uri, line, col + 6)
+        assert hover is not None and "exp\\-0042" in hover.contents.value  # the previous index answers
+        answered += 1
+    assert answered >= 1, "a hover must come back before a 20k-record reindex finishes"
+    assert (await asyncio.wait_for(reload, TIMEOUT))["records"] == 20_074
+    symbols = await session.command("soma.findRelatedExperiments", {"text": "rope theta", "limit": 5})
+    assert len(symbols) == 5
+
+
+async def _until(predicate) -> None:
+    while not predicate():
+        await asyncio.sleep(0.01)
