@@ -41,25 +41,48 @@ class HoverView:
     now: datetime | None = field(default=None, compare=False)
 
 
-def compute(index: LiveIndex, snap: "Snapshot", position: tuple[int, int], settings: Settings,
-            now: datetime) -> HoverView | None:
-    """The hover at `position` (0-based line, UTF-16 character), or None when there is nothing to say."""
+@dataclass(frozen=True)
+class Prepared:
+    """Step one of a hover: the query and the ties (or the card of an id under the cursor)."""
+
+    view: HoverView | None = None  # final already (a card, or nothing to say)
+    query: object = None
+    tied: tuple = ()
+    scope: str | None = None
+
+
+def prepare(index: LiveIndex, snap: "Snapshot", position: tuple[int, int], settings: Settings,
+            now: datetime) -> Prepared:
     found = links.id_at(index, snap.source, position)
     if found is not None:
         record_id, span = found
         record = index.get(record_id)
         if record is not None:
-            return HoverView(card=record, range=span, now=now)
+            return Prepared(HoverView(card=record, range=span, now=now))
     built = build_query(snap.source, snap.name, position=position, scope="hover")
     if not built.word:
-        return None
+        return Prepared()
     defs = definitions(snap.source, snap.name)
     tied = tied_records(index, snap.relpath, built.scope, defs, file_scope_takes_all=False)
     query = retrieval_query(built, settings, now, limit=settings.hover_count)
-    related = find_related(index, query, tied, min_score=settings.min_score, limit=settings.hover_count)
+    return Prepared(query=query, tied=tuple(tied), scope=built.scope.qualname if built.scope else None)
+
+
+def finish(index: LiveIndex, prepared: Prepared, settings: Settings, now: datetime) -> HoverView | None:
+    """Step two: ties first, then the gated ranking (`hover.count` in all)."""
+    if prepared.query is None:
+        return prepared.view
+    related = find_related(index, prepared.query, prepared.tied, min_score=settings.min_score,
+                           limit=settings.hover_count)
     if not related:
         return None
-    return _view(related, settings.hover_count, built.scope.qualname if built.scope else None, now)
+    return _view(related, settings.hover_count, prepared.scope, now)
+
+
+def compute(index: LiveIndex, snap: "Snapshot", position: tuple[int, int], settings: Settings,
+            now: datetime) -> HoverView | None:
+    """The hover at `position` (0-based line, UTF-16 character), or None when there is nothing to say."""
+    return finish(index, prepare(index, snap, position, settings, now), settings, now)
 
 
 def _view(related: Related, count: int, scope: str | None, now: datetime) -> HoverView:
@@ -186,7 +209,10 @@ def _markdown_ok(ls: "SomaServer") -> bool:
 async def hover(ls: "SomaServer", params: lsp.HoverParams) -> lsp.Hover | None:
     snap = ls.snapshot(params.text_document.uri)
     position = (params.position.line, params.position.character)
-    view = await ls.run_query(compute, ls.index, snap, position, ls.settings, ls.now())
+    index, settings, now = ls.index, ls.settings, ls.now()
+    # Two steps, each off the loop; a cancelled (superseded) hover stops between them.
+    prepared = await ls.run_query(prepare, index, snap, position, settings, now)
+    view = await ls.run_query(finish, index, prepared, settings, now)
     if view is None:
         return None
     if _markdown_ok(ls):

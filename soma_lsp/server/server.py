@@ -33,14 +33,13 @@ from urllib.parse import unquote
 
 from cattrs.errors import ClassValidationError
 from lsprotocol import types as lsp
-from pygls.exceptions import (JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams,
-                              JsonRpcInvalidRequest, JsonRpcParseError)
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest, JsonRpcParseError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.protocol.json_rpc import RPCRequest
 
 from .. import __version__
-from ..pool import LivePool, PoolChange, PoolWatcher, normalize, pool_roots
+from ..pool import LivePool, PoolChange, PoolWatcher, pool_roots
 from ..retrieval import LiveIndex
 from . import convert, settings as settings_module
 from .settings import Settings
@@ -660,5 +659,4 @@ def create_server() -> SomaServer:
     return server
 
 
-__all__ = ["NAME", "POOL_STATUS", "Snapshot", "SomaProtocol", "SomaServer", "create_server", "normalize",
-           "JsonRpcInternalError"]
+__all__ = ["NAME", "POOL_STATUS", "Snapshot", "SomaProtocol", "SomaServer", "create_server"]

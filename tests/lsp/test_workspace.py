@@ -131,7 +131,7 @@ RAISING_HOVER = [sys.executable, "-c", (
     "import soma_lsp.server.hover as hover\n"
     "def boom(*args, **kwargs):\n"
     "    raise RuntimeError('hover exploded on purpose')\n"
-    "hover.compute = boom\n"
+    "hover.prepare = boom\n"
     "from soma_lsp.cli import main\n"
     "sys.exit(main(['serve']))\n")]
 
