@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 MAX_SYMBOLS = 200
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=1)  # one pool at a time: an old index is not kept alive
 def _catalogue(index_id: int, version: int, index: LiveIndex) -> tuple[tuple[Record, str, str], ...]:
     return tuple((r, f"{r.id} {r.name}".lower(), (r.headline or "").lower()) for r in index.records())
 

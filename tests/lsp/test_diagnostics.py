@@ -142,3 +142,17 @@ async def test_fixing_a_bad_record_clears_its_diagnostic(session: Session):
     found = await session.diagnostics(uri, lambda d: len(d) == 3)
     assert sorted(d.range.start.line for d in found) == [3, 4, 5]
     assert (await session.command("soma.showExperiment", {"id": "exp-0171"}))["name"] == "now-named"
+
+
+async def test_workspace_path_with_spaces_and_accents(start_session, preset, workspace):
+    import shutil
+
+    odd = workspace.parent / "my ws é"
+    shutil.copytree(workspace, odd)
+    session = await start_session(preset, workspace=odd)
+    uri = session.open(TRANSFORMER)
+    assert "%20" in uri
+    found = await session.diagnostics(uri, lambda d: bool(soma(d, "exp-0042")))
+    assert soma(found, "exp-0042")[0].related_information[0].location.uri.endswith("/exp-0042.json")
+    line, col = session.line_of(TRANSFORMER, "class RotaryEmbedding")
+    assert (await session.hover(uri, line, col + 6)) is not None
