@@ -65,6 +65,7 @@ GOAL_ALIASES: Mapping[str, Goal] = {
 _NON_FINITE = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "-inf": -math.inf,
                "infinity": math.inf, "+infinity": math.inf, "-infinity": -math.inf}
 _COMMIT = re.compile(r"[0-9a-fA-F]{7,40}")
+_DRIVE = re.compile(r"[A-Za-z]:")
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,9 +135,17 @@ _KNOWN = {"id", "name", "status", "created_at", "finished_at", "conclusion", "no
           "metrics", "code", "commit", "tags", "url", "importance"}
 
 
+def _is_mapping(value: Any) -> bool:
+    return type(value) is dict or isinstance(value, Mapping)  # decoded JSON/YAML: skip the ABC check
+
+
+def _is_list(value: Any) -> bool:
+    return type(value) is list or type(value) is tuple
+
+
 def parse_record(mapping: Any, *, source: Source | None = None) -> Record:
     """Validate one decoded record; raise `RecordError` on the first problem found."""
-    if not isinstance(mapping, Mapping):
+    if not _is_mapping(mapping):
         raise RecordError("", f"a record must be an object, not {_kind(mapping)}")
     warnings: list[str] = []
     headline, details = _conclusion(mapping.get("conclusion"))
@@ -156,7 +165,7 @@ def parse_record(mapping: Any, *, source: Source | None = None) -> Record:
         tags=_tags(mapping.get("tags")),
         url=_optional_text(mapping.get("url"), "url"),
         importance=_importance(mapping.get("importance")),
-        extra={k: v for k, v in mapping.items() if k not in _KNOWN},
+        extra={k: v for k, v in mapping.items() if k not in _KNOWN} if mapping.keys() - _KNOWN else {},
         source=source,
         warnings=tuple(warnings),
     )
@@ -172,7 +181,7 @@ def _required_text(mapping: Mapping, key: str) -> str:
     if key not in mapping or mapping[key] is None:
         raise RecordError(key, "is required")
     value = mapping[key]
-    if not isinstance(value, str):
+    if type(value) is not str:
         raise RecordError(key, f"expected a non-empty string, got {_kind(value)}")
     if not value.strip():
         raise RecordError(key, "must not be empty")
@@ -183,7 +192,7 @@ def _optional_text(value: Any, path: str) -> str | None:
     """Optional free text; an empty or blank string means absent."""
     if value is None:
         return None
-    if not isinstance(value, str):
+    if type(value) is not str:
         raise RecordError(path, f"expected a string, got {_kind(value)}")
     return value if value.strip() else None
 
@@ -221,9 +230,9 @@ def parse_timestamp(value: Any, path: str = "timestamp") -> datetime | None:
 def _conclusion(value: Any) -> tuple[str | None, str | None]:
     if value is None:
         return None, None
-    if isinstance(value, str):
+    if type(value) is str:
         return _optional_text(value, "conclusion"), None
-    if not isinstance(value, Mapping):
+    if not _is_mapping(value):
         raise RecordError("conclusion", f"expected a string or {{headline, details}}, got {_kind(value)}")
     return (_optional_text(value.get("headline"), "conclusion.headline"),
             _optional_text(value.get("details"), "conclusion.details"))
@@ -231,7 +240,12 @@ def _conclusion(value: Any) -> tuple[str | None, str | None]:
 
 def number(value: Any, path: str, *, non_finite: bool = False) -> float:
     """A real number (not a boolean); with `non_finite`, also NaN/infinity in their text forms."""
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
+    kind = type(value)
+    if kind is float and (non_finite or math.isfinite(value)):
+        return value
+    if kind is int:
+        return float(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise RecordError(path, f"expected a number, got {_kind(value)}")
     if isinstance(value, str):
         special = _NON_FINITE.get(value.strip().lower()) if non_finite else None
@@ -248,16 +262,16 @@ def _architecture(value: Any) -> tuple[tuple[str, float], ...]:
     """Components as (name, count) pairs, in input order; canonicalisation belongs to retrieval."""
     if value is None:
         return ()
-    if isinstance(value, Mapping):
+    if _is_mapping(value):
         pairs = []
         for name, count in value.items():
             if not isinstance(name, str):
                 raise RecordError("architecture", f"component names must be strings, got {_kind(name)}")
             pairs.append((name, number(count, f"architecture.{name}")))
         return tuple(pairs)
-    if isinstance(value, list | tuple):
+    if _is_list(value):
         for i, name in enumerate(value):
-            if not isinstance(name, str):
+            if type(name) is not str:
                 raise RecordError(f"architecture[{i}]", f"expected a string, got {_kind(name)}")
         return tuple((name, 1.0) for name in value)
     raise RecordError("architecture", f"expected a list of strings or a map name → count, got {_kind(value)}")
@@ -266,7 +280,7 @@ def _architecture(value: Any) -> tuple[tuple[str, float], ...]:
 def _metric(body: Any, name: Any, path: str) -> Metric:
     if not isinstance(name, str) or not name.strip():
         raise RecordError(f"{path}.name", "expected a non-empty string")
-    if not isinstance(body, Mapping):
+    if not _is_mapping(body):
         return Metric(name, number(body, path, non_finite=True))
     if body.get("value") is None:
         raise RecordError(f"{path}.value", "is required")
@@ -288,12 +302,12 @@ def _metric(body: Any, name: Any, path: str) -> Metric:
 def _metrics(value: Any) -> tuple[Metric, ...]:
     if value is None:
         return ()
-    if isinstance(value, Mapping):
+    if _is_mapping(value):
         return tuple(_metric(body, name, f"metrics.{name}") for name, body in value.items())
-    if isinstance(value, list | tuple):
+    if _is_list(value):
         out = []
         for i, item in enumerate(value):
-            if not isinstance(item, Mapping):
+            if not _is_mapping(item):
                 raise RecordError(f"metrics[{i}]", f"expected an object {{name, value, baseline?, goal?}}, got {_kind(item)}")
             out.append(_metric(item, item.get("name"), f"metrics[{i}]"))
         return tuple(out)
@@ -307,7 +321,7 @@ def code_path(raw: Any, path: str) -> str:
     text = raw.strip()
     if "\\" in text:
         raise RecordError(path, f"paths are '/'-separated, got {raw!r}")
-    if text.startswith("/") or re.match(r"^[A-Za-z]:", text) or text.startswith("~"):
+    if text.startswith(("/", "~")) or _DRIVE.match(text):
         raise RecordError(path, f"must be relative to the workspace root, got {raw!r}")
     parts = [p for p in text.split("/") if p not in ("", ".")]
     if ".." in parts:
@@ -320,17 +334,17 @@ def code_path(raw: Any, path: str) -> str:
 def _code(value: Any) -> tuple[CodeTie, ...]:
     if value is None:
         return ()
-    if isinstance(value, str | Mapping):
+    if type(value) is str or _is_mapping(value):
         value = [value]
-    if not isinstance(value, list | tuple):
+    if not _is_list(value):
         raise RecordError("code", f"expected a list of code references, got {_kind(value)}")
     ties = []
     for i, item in enumerate(value):
         where = f"code[{i}]"
-        if isinstance(item, str):
+        if type(item) is str:
             path, _, symbol = item.partition("::")
             ties.append(CodeTie(code_path(path, where), symbol.strip() or None))
-        elif isinstance(item, Mapping):
+        elif _is_mapping(item):
             symbol = item.get("symbol")
             if symbol is not None and not isinstance(symbol, str):
                 raise RecordError(f"{where}.symbol", f"expected a string, got {_kind(symbol)}")
@@ -351,10 +365,10 @@ def _commit(value: Any) -> str | None:
 def _tags(value: Any) -> tuple[str, ...]:
     if value is None:
         return ()
-    if not isinstance(value, list | tuple):
+    if not _is_list(value):
         raise RecordError("tags", f"expected a list of strings, got {_kind(value)}")
     for i, tag in enumerate(value):
-        if not isinstance(tag, str):
+        if type(tag) is not str:
             raise RecordError(f"tags[{i}]", f"expected a string, got {_kind(tag)}")
     return tuple(value)
 

@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from soma_lsp.retrieval import tokenize
+from soma_lsp.retrieval.tokenize import document_terms
 from spec_reference import tokenize as reference_tokenize
 
 SPEC_TABLE = [
@@ -48,3 +49,13 @@ def test_terms_are_lower_cased_pieces_of_the_text(text):
     lowered = text.lower()
     for term in tokenize(text):
         assert term and term == term.lower() and term in lowered
+
+
+@given(st.text())
+def test_document_terms_are_the_same_bag(text):
+    assert Counter(document_terms(text)) == Counter(tokenize(text))
+
+
+@given(st.text(alphabet="aAbBzZ09_- .xX"))
+def test_document_terms_on_ascii_case_mixes(text):
+    assert Counter(document_terms(text)) == Counter(reference_tokenize(text))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import threading
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -25,7 +26,7 @@ import numpy as np
 from ..records import Record
 from . import terms as T
 from .model import TERMS, RetrievalQuery, ScoreComponents, ScoredRecord
-from .tokenize import tokenize
+from .tokenize import document_terms, tokenize
 
 FIELD_REPEATS = (3, 2, 1, 1)  # name, headline, notes, details (SPEC 2.2)
 SEGMENT_RECORDS = 1 << 17  # bulk loads are cut into segments of this many records (bounds peak memory)
@@ -52,12 +53,13 @@ def document_fields(record: Record) -> tuple[str, str, str, str]:
 def term_counts(record: Record) -> Counter:
     """The record's document as term → tf: name ×3, headline ×2, notes and details once (SPEC 2.2)."""
     name, headline, notes, details = document_fields(record)
-    return Counter(tokenize(name) * 3 + tokenize(headline) * 2 + tokenize(notes) + tokenize(details))
+    return Counter(document_terms(name) * 3 + document_terms(headline) * 2 + document_terms(notes)
+                   + document_terms(details))
 
 
 @lru_cache(maxsize=4096)
 def _document_terms(record: Record) -> frozenset[str]:
-    return frozenset(t for text in document_fields(record) for t in tokenize(text))
+    return frozenset(t for text in document_fields(record) for t in document_terms(text))
 
 
 def _query_terms(text: str) -> list[str]:
@@ -128,9 +130,10 @@ class _Postings:
             counts.extend(bag.values())
             lengths.append(len(bag))
         n_keys = len(vocabulary)
-        key_array = np.asarray(keys, dtype=np.int64)
+        key_array = np.frombuffer(array("q", keys), dtype=np.int64)  # ~5× faster than from a list
         slots = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
-        segment = _Segment.build(key_array, slots, np.asarray(counts), n_keys) if keys else None
+        counts_array = np.frombuffer(array("d", counts), dtype=np.float64)
+        segment = _Segment.build(key_array, slots, counts_array, n_keys) if keys else None
         return _Prepared(segment, np.bincount(key_array, minlength=n_keys))
 
     def commit(self, prepared: "_Prepared", first_slot: int) -> None:
@@ -439,16 +442,15 @@ class LiveIndex:
             age_days = (T.epoch_seconds(query.now) - time) / T.SECONDS_PER_DAY
             recency = np.where(recency_applies, T.decay(np.nan_to_num(age_days), query.half_life_days), 0.0)
 
-        # Four applicability classes (structural × recency) share one row of effective weights each.
-        # Terms that do not apply are 0 in their columns, so Σ w_i·c_i / Σ_applies w_i is the score.
+        # Four applicability classes (structural × recency), one row of effective weights each; the
+        # score is the spec's Σ w'_i·c_i term by term (terms that do not apply are 0 on both sides).
         weights = np.asarray(query.weights.as_tuple())
         applies = np.array([[lexical_applies, s, r, True] for s in (False, True) for r in (False, True)])
         table = T.effective_weights(weights, applies)
         classes = structural_applies.astype(np.intp) * 2 + recency_applies
-        numerator = weights[0] * lexical + weights[1] * structural + weights[2] * recency \
-            + weights[3] * columns.view("importance")
-        denominator = (applies * weights).sum(axis=1)[classes]
-        score = np.divide(numerator, denominator, out=np.zeros(columns.size), where=denominator > 0)
+        score = np.zeros(columns.size)
+        for term, column in enumerate((lexical, structural, recency, columns.view("importance"))):
+            score += table[:, term][classes] * column
         return {"score": score, "lexical": lexical, "structural": structural, "recency": recency,
                 "table": table, "classes": classes, "structural_applies": structural_applies,
                 "recency_applies": recency_applies, "lexical_applies": lexical_applies,
