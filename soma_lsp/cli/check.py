@@ -33,7 +33,14 @@ def run(args: argparse.Namespace) -> int:
     roots = pool_roots([os.getcwd()], args.pool, os.environ)
     pool = LivePool(roots)
     pool.load()
-    out = sys.stdout
+    try:
+        return _report(pool, args, sys.stdout)
+    except BrokenPipeError:  # `soma-lsp check | head`
+        sys.stdout = None  # nothing more can be written; avoid a second error at exit
+        return 1 if pool.summary()["errors"] else 0
+
+
+def _report(pool: LivePool, args: argparse.Namespace, out) -> int:
     here = os.getcwd()
     if not getattr(args, "quiet", False):
         for path, problems in pool.problems.items():
