@@ -8,6 +8,8 @@ that record's card instead. Nothing worth showing → no hover at all.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -20,7 +22,7 @@ from ..retrieval import TERMS, LiveIndex, ScoredRecord, is_dead_end
 from . import convert, links
 from .guard import contained
 from .markdown import escape, plain
-from .related import Related, find_related, retrieval_query, tied_records
+from .related import HOVER_COUNT_CAP, Related, find_related, retrieval_query, tied_records
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -53,6 +55,7 @@ class Prepared:
 
 def prepare(index: LiveIndex, snap: "Snapshot", position: tuple[int, int], settings: Settings,
             now: datetime) -> Prepared:
+    now = now.replace(second=0, microsecond=0)  # ages and recency to the minute: hovers can share work
     found = links.id_at(index, snap.source, position)
     if found is not None:
         record_id, span = found
@@ -68,15 +71,39 @@ def prepare(index: LiveIndex, snap: "Snapshot", position: tuple[int, int], setti
     return Prepared(query=query, tied=tuple(tied), scope=built.scope.qualname if built.scope else None)
 
 
+_CACHE_SIZE = 128
+_cache: OrderedDict[tuple, HoverView | None] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def _cache_key(index: LiveIndex, prepared: Prepared, settings: Settings) -> tuple:
+    query = prepared.query
+    arch = tuple(sorted(dict(query.architecture).items())) if query.architecture else ()
+    return (id(index), index.version, query.text, arch, query.now, tuple(r.id for r in prepared.tied),
+            prepared.scope, settings)
+
+
 def finish(index: LiveIndex, prepared: Prepared, settings: Settings, now: datetime) -> HoverView | None:
-    """Step two: ties first, then the gated ranking (`hover.count` in all)."""
+    """Step two: ties first, then the gated ranking (`hover.count` in all).
+
+    Every identifier of one definition asks the same question (the scope's text; the word is part
+    of it), so answers are kept per (index version, query, ties, settings, minute): moving the
+    mouse around a function ranks once."""
     if prepared.query is None:
         return prepared.view
+    key = _cache_key(index, prepared, settings)
+    with _cache_lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return _cache[key]
     related = find_related(index, prepared.query, prepared.tied, min_score=settings.min_score,
-                           limit=settings.hover_count)
-    if not related:
-        return None
-    return _view(related, settings.hover_count, prepared.scope, now)
+                           limit=settings.hover_count, count_cap=HOVER_COUNT_CAP)
+    view = _view(related, settings.hover_count, prepared.scope, prepared.query.now) if related else None
+    with _cache_lock:
+        _cache[key] = view
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return view
 
 
 def compute(index: LiveIndex, snap: "Snapshot", position: tuple[int, int], settings: Settings,

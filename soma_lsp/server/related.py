@@ -25,14 +25,16 @@ from datetime import datetime
 
 from ..query import BuiltQuery, Definition, find_definition, related as symbols_related
 from ..records import Record
-from ..retrieval import LiveIndex, RetrievalQuery, ScoredRecord
+from ..retrieval import LiveIndex, RetrievalQuery, ScoredRecord, tokenize
 from .settings import Settings
 
 #: Distinct matched query terms a ranked record needs in a code scope (or a shared component).
 MIN_MATCHED_TERMS = 2
 
-#: How far the gated ranking is read to count "N more related" (beyond it: "N+ more").
+#: How far the gated ranking is read to count lenses and find-related lists (beyond it: "N+").
 COUNT_CAP = 200
+#: … and a hover's "N more related" (a hover is latency-bound: every result read is built).
+HOVER_COUNT_CAP = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +67,9 @@ def retrieval_query(built: BuiltQuery | None, settings: Settings, now: datetime 
     """The core query for a built scope (text plus the word under the cursor, its component bag)."""
     words = text if text is not None else (built.text if built is not None else "")
     if built is not None and built.word and text is None:
-        words = f"{built.word} {words}"
+        present = set(tokenize(words))
+        if not all(term in present for term in tokenize(built.word)):
+            words = f"{built.word} {words}"  # (the query's terms are distinct: only new ones matter)
     return RetrievalQuery(
         text=words,
         architecture=dict(built.architecture) if built is not None and built.architecture else None,
@@ -111,15 +115,16 @@ def has_evidence(scored: ScoredRecord, min_terms: int) -> bool:
 
 
 def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Record], *, min_score: float,
-                 limit: int | None, count: bool = True, min_terms: int = MIN_MATCHED_TERMS) -> Related:
+                 limit: int | None, count: bool = True, min_terms: int = MIN_MATCHED_TERMS,
+                 count_cap: int = COUNT_CAP) -> Related:
     """Ties first (scored with the same query), then the gated ranking without them.
 
     `limit` bounds what is returned (None: everything up to COUNT_CAP); with `count`, the gated
-    ranking is read to COUNT_CAP to say how many there are in all."""
+    ranking is read to `count_cap` to say how many there are in all."""
     tied_ids = [r.id for r in tied]
     tied_scored = sorted(index.score(query, tied_ids), key=_tie_order)
     tied_set = set(tied_ids)
-    want = COUNT_CAP if (count or limit is None) else max(0, limit - len(tied_scored))
+    want = count_cap if (count or limit is None) else max(0, limit - len(tied_scored))
     ranked_all = index.rank(_with_limit(query, want + len(tied_set)), relevant_only=True,
                             min_score=min_score)
     ranked = [s for s in ranked_all if s.record.id not in tied_set and has_evidence(s, min_terms)]
