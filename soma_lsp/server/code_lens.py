@@ -135,6 +135,9 @@ async def recompute_all(ls: "SomaServer") -> None:
     """Recompute the lenses of every open document the client has asked lenses for."""
     changed = False
     for uri in [u for u in ls.open_uris() if u in ls.lens_states]:
+        if ls.idle_for(uri) < LENS_DEBOUNCE:  # being typed in: after the pause, like any edit
+            ls.schedule_document(uri, LENS_DEBOUNCE)
+            continue
         try:
             await recompute(ls, uri, refresh=False)
             changed = True

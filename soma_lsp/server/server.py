@@ -337,7 +337,7 @@ class SomaServer(LanguageServer):
     async def start_pool(self) -> None:
         """(Re)create the pool for the current roots and load it off the loop.
 
-        The first load fills the index queries already use, so results appear as batches land. A
+        The first load fills the index queries already use, so results appear as batches of files land. A
         reload (same roots or new ones) loads into a fresh index while the previous one keeps
         answering — no query waits behind a big update — and swaps it in when done. The new pool
         is watched from before its load (changes seen during the load are applied right after it),
