@@ -15,8 +15,10 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--stdio", action="store_true", help="serve over stdio (the default; accepted "
                                                              "for clients that pass it)")
     parser.add_argument("--tcp", metavar="[HOST:]PORT", help="listen on HOST:PORT (HOST defaults to 127.0.0.1)")
-    parser.add_argument("--log-level", default=os.environ.get("SOMA_LOG_LEVEL", "INFO"),
-                        choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="server log level (stderr)")
+    parser.add_argument("--log-level", default=os.environ.get("SOMA_LOG_LEVEL", "WARNING").upper(),
+                        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                        help="server log level on stderr (default WARNING, or $SOMA_LOG_LEVEL); what the "
+                             "user needs to know also goes to the client as window/logMessage")
     parser.add_argument("--log-file", help="also write the server log to this file")
     parser.set_defaults(run=run)
 
@@ -41,7 +43,9 @@ def _logging(level: str, log_file: str | None) -> None:
         handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
     logging.basicConfig(level=getattr(logging, level), handlers=handlers,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("pygls").setLevel(max(logging.WARNING, getattr(logging, level)))
+    # pygls warns about routine events (a cancel for a request already answered): keep them out of
+    # the client's log unless debugging
+    logging.getLogger("pygls").setLevel(logging.DEBUG if level == "DEBUG" else logging.ERROR)
 
 
 def run(args: argparse.Namespace) -> int:
