@@ -8,6 +8,9 @@ import os
 import sys
 
 
+LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR"]
+
+
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("serve", help="serve LSP over stdio (the default) or TCP",
                                    description="Serve the Language Server Protocol over stdio, or over "
@@ -15,8 +18,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--stdio", action="store_true", help="serve over stdio (the default; accepted "
                                                              "for clients that pass it)")
     parser.add_argument("--tcp", metavar="[HOST:]PORT", help="listen on HOST:PORT (HOST defaults to 127.0.0.1)")
-    parser.add_argument("--log-level", default=os.environ.get("SOMA_LOG_LEVEL", "WARNING").upper(),
-                        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+    env_level = os.environ.get("SOMA_LOG_LEVEL", "WARNING").upper()
+    parser.add_argument("--log-level", default=env_level if env_level in LEVELS else "WARNING",
+                        choices=LEVELS,
                         help="server log level on stderr (default WARNING, or $SOMA_LOG_LEVEL); what the "
                              "user needs to know also goes to the client as window/logMessage")
     parser.add_argument("--log-file", help="also write the server log to this file")
