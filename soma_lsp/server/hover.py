@@ -76,6 +76,12 @@ _cache: OrderedDict[tuple, HoverView | None] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
+def clear_cache() -> None:
+    """Forget kept answers (the server calls it when it swaps in a new index)."""
+    with _cache_lock:
+        _cache.clear()
+
+
 def _cache_key(index: LiveIndex, prepared: Prepared, settings: Settings) -> tuple:
     query = prepared.query
     arch = tuple(sorted(dict(query.architecture).items())) if query.architecture else ()

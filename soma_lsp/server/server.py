@@ -361,6 +361,10 @@ class SomaServer(LanguageServer):
         if self._unsubscribe is not None:
             self._unsubscribe()
         self.pool, self.index, self.roots = pool, index, roots
+        if not first:
+            from . import hover
+
+            hover.clear_cache()  # answers of the old index (and never a stale hit on a reused id)
         self._unsubscribe = pool.subscribe(self._pool_changed_threadsafe)
         self.pool_changed(None)
 
