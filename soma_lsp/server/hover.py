@@ -8,15 +8,16 @@ that record's card instead. Nothing worth showing → no hover at all.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
 
-from ..query import build_query, definitions
+from ..query import build_query, definitions, index_to_utf16, utf16_to_index
 from ..records import Record
 from ..retrieval import TERMS, LiveIndex, ScoredRecord, is_dead_end
 from . import convert, links
@@ -51,6 +52,7 @@ class Prepared:
     query: object = None
     tied: tuple = ()
     scope: str | None = None
+    word_range: tuple[tuple[int, int], tuple[int, int]] | None = None
 
 
 def prepare(index: LiveIndex, snap: "Snapshot", position: tuple[int, int], settings: Settings,
@@ -68,7 +70,26 @@ def prepare(index: LiveIndex, snap: "Snapshot", position: tuple[int, int], setti
     defs = definitions(snap.source, snap.name)
     tied = tied_records(index, snap.relpath, built.scope, defs, file_scope_takes_all=False)
     query = retrieval_query(built, settings, now, limit=settings.hover_count)
-    return Prepared(query=query, tied=tuple(tied), scope=built.scope.qualname if built.scope else None)
+    return Prepared(query=query, tied=tuple(tied), scope=built.scope.qualname if built.scope else None,
+                    word_range=_word_range(snap.source, position, built.word))
+
+
+_IDENTIFIER = re.compile(r"[^\W\d]\w*")
+
+
+def _word_range(source: str, position: tuple[int, int], word: str):
+    """The span of the hovered word (UTF-16), for the client to highlight."""
+    line_no, character = position
+    lines = convert.split_lines(source)
+    if not 0 <= line_no < len(lines):
+        return None
+    line = lines[line_no]
+    offset = utf16_to_index(line, character)
+    for match in _IDENTIFIER.finditer(line):
+        if match.start() <= offset <= match.end() and word in match.group(0):
+            start = match.start() + match.group(0).index(word)
+            return ((line_no, index_to_utf16(line, start)), (line_no, index_to_utf16(line, start + len(word))))
+    return None
 
 
 _CACHE_SIZE = 128
@@ -101,7 +122,8 @@ def finish(index: LiveIndex, prepared: Prepared, settings: Settings, now: dateti
     with _cache_lock:
         if key in _cache:
             _cache.move_to_end(key)
-            return _cache[key]
+            cached = _cache[key]
+            return replace(cached, range=prepared.word_range) if cached is not None else None
     related = find_related(index, prepared.query, prepared.tied, min_score=settings.min_score,
                            limit=settings.hover_count, count_cap=HOVER_COUNT_CAP)
     view = _view(related, settings.hover_count, prepared.scope, prepared.query.now) if related else None
@@ -109,7 +131,7 @@ def finish(index: LiveIndex, prepared: Prepared, settings: Settings, now: dateti
         _cache[key] = view
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
-    return view
+    return replace(view, range=prepared.word_range) if view is not None else None
 
 
 def compute(index: LiveIndex, snap: "Snapshot", position: tuple[int, int], settings: Settings,

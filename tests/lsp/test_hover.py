@@ -112,3 +112,10 @@ async def test_hover_on_a_document_nobody_opened_answers_empty_and_the_server_go
     uri = session.open(TRANSFORMER)
     line, col = session.line_of(TRANSFORMER, "class RotaryEmbedding")
     assert await session.hover(uri, line, col + 6) is not None
+
+
+async def test_hover_range_is_the_hovered_word(session: Session):
+    uri = session.open(TRANSFORMER)
+    line, col = session.line_of(TRANSFORMER, "class RotaryEmbedding")
+    hover = await session.hover(uri, line, col + 10)
+    assert hover.range == lsp.Range(lsp.Position(line, col + 6), lsp.Position(line, col + 6 + len("RotaryEmbedding")))
