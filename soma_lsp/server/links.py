@@ -2,8 +2,9 @@
 `# see exp-0042`. A link points at the record's file and line — a `file:` URI the server makes from
 where it read the record, never anything from the record's text.
 
-An id is recognised when a token (letters, digits, `_`, `-`, `.`) containing a digit is the id of a
-record in the pool; tokens without digits are left alone so that a record id such as `baseline`
+An id is recognised when a token (letters, digits, `_`, `-`, `.`) containing a digit — or its
+shorter form at a `.` boundary (`exp-0042.json` → `exp-0042`) — is the id of a record in the
+pool; tokens without digits are left alone so that a record id such as `baseline`
 does not turn every `baseline` identifier into a link.
 """
 
@@ -29,10 +30,28 @@ MAX_LINE = 10_000  # characters; longer lines (minified data) are skipped
 
 
 def _candidates(line: str):
+    """(start, end, token) for each token with a digit, and its shorter forms at `.` boundaries
+    (`exp-0042.json` → `exp-0042.json`, `exp-0042`), longest first."""
     for match in _TOKEN.finditer(line):
         token = match.group(0)
-        if any(c.isdigit() for c in token):
-            yield match.start(), match.end(), token
+        if not any(c.isdigit() for c in token):
+            continue
+        yield match.start(), match.end(), token
+        while "." in token:
+            token = token.rsplit(".", 1)[0].rstrip(".-_")
+            if token and any(c.isdigit() for c in token):
+                yield match.start(), match.start() + len(token), token
+
+
+def _ids(index: LiveIndex, line: str):
+    """(start, end, id) of the experiment ids written in a line, the longest form that is an id."""
+    taken_until = -1
+    for start, end, token in _candidates(line):
+        if start < taken_until:
+            continue
+        if token in index:
+            taken_until = end
+            yield start, end, token
 
 
 def id_at(index: LiveIndex, source: str, position: tuple[int, int]):
@@ -43,8 +62,8 @@ def id_at(index: LiveIndex, source: str, position: tuple[int, int]):
         return None
     line = lines[line_no]
     offset = utf16_to_index(line, character)
-    for start, end, token in _candidates(line):
-        if start <= offset <= end and token in index:
+    for start, end, token in _ids(index, line):
+        if start <= offset <= end:
             span = ((line_no, index_to_utf16(line, start)), (line_no, index_to_utf16(line, end)))
             return token, span
         if start > offset:
@@ -57,9 +76,7 @@ def compute(index: LiveIndex, snap: "Snapshot", tooltips: bool = True) -> list[l
     for line_no, line in enumerate(convert.split_lines(snap.source)):
         if len(line) > MAX_LINE:
             continue
-        for start, end, token in _candidates(line):
-            if token not in index:
-                continue
+        for start, end, token in _ids(index, line):
             record = index.get(token)
             where = convert.record_lsp_location(record) if record is not None else None
             if where is None:

@@ -40,11 +40,11 @@ async def test_document_links_for_ids_in_code(session: Session):
     assert link.target == (pool / "exp-0042.json").as_uri() + "#L1"
     assert all(l.target.startswith("file:///") for l in links)
     # an id that is no record (exp-0099 sits in the hidden .trash/) is not a link
-    text = "# exp-0099 was trashed, exp-0131 was not, 2048 is a number\n"
+    text = "# exp-0099 was trashed, exp-0131 was not, 2048 is a number; see exp-0042.json.\n"
     other = session.open("notes.py", text)
     links = await asyncio.wait_for(session.client.text_document_document_link_async(
         lsp.DocumentLinkParams(lsp.TextDocumentIdentifier(other))), TIMEOUT)
-    assert [text[l.range.start.character:l.range.end.character] for l in links] == ["exp-0131"]
+    assert [text[l.range.start.character:l.range.end.character] for l in links] == ["exp-0131", "exp-0042"]
 
 
 async def test_progress_while_indexing(session: Session):
