@@ -51,16 +51,20 @@ def inside(path: str, root: str) -> bool:
 
 
 def relative_to_folders(path: str, folders: Iterable[str]) -> str | None:
-    """The `/`-separated path relative to the innermost workspace folder containing it, else None."""
-    resolved = real(path)
-    best: str | None = None
-    for folder in folders:
-        root = real(folder)
-        if inside(resolved, root) and (best is None or len(root) > len(best)):
-            best = root
-    if best is None or resolved == best:
-        return None
-    return Path(os.path.relpath(resolved, best)).as_posix()
+    """The `/`-separated path relative to the innermost workspace folder containing it, else None.
+    As written first (a symlinked directory inside the workspace keeps its workspace name), then
+    with symlinks resolved on both sides."""
+    folders = list(folders)
+    for resolve in (os.path.abspath, real):
+        candidate = resolve(path)
+        best: str | None = None
+        for folder in folders:
+            root = resolve(folder)
+            if inside(candidate, root) and (best is None or len(root) > len(best)):
+                best = root
+        if best is not None and candidate != best:
+            return Path(os.path.relpath(candidate, best)).as_posix()
+    return None
 
 
 def code_tie_path(relpath: str, folders: Iterable[str]) -> str | None:
