@@ -1,0 +1,375 @@
+"""Retrieval benchmark: soma's `LiveIndex` against bm25s on generated pools (issue 2, item 8).
+
+    .venv/bin/python bench/rank.py                    # N = 10k, 100k, 1M (several minutes)
+    .venv/bin/python bench/rank.py --quick            # smoke run on a small pool
+    .venv/bin/python bench/rank.py --sizes 10000,100000 --json /tmp/rank.json
+
+Per pool size N it reports
+* build: soma `LiveIndex(records)` end to end (it tokenizes inside), soma's tokenization alone (the
+  index's own document tokenizer — `document_terms` where it exists, else `tokenize` — on the same
+  fields, timed while producing bm25s's input), soma's build
+  excluding tokenization (the difference), producing bm25s's input (soma tokenize + vocabulary ids,
+  with soma's field repetition), and `bm25s.BM25.index` on those ids;
+* query latency p50/p99 for 3-term and 40-term queries: soma's full four-term `rank` (text,
+  architecture bag of 5 components, `now`, limit 10), soma lexical-only `rank` (for reference),
+  bm25s `get_scores` + numpy `argpartition` top-10, and bm25s `retrieve(k=10)`;
+* peak and steady memory while indexing (at the sizes of `--mem-sizes`), each system in its own
+  forked child: peak = VmHWM − RSS before indexing (VmHWM reset via /proc/self/clear_refs just
+  before), steady = RSS after indexing (after gc and malloc_trim) − RSS before;
+* a cross-check that soma's lexical-only top-10 equals bm25s's top-10 (ties aside).
+Ratios are soma / bm25s from the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import gc
+import importlib
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import bm25s  # noqa: E402
+from bm25s.tokenization import Tokenized  # noqa: E402
+
+from _corpus import NOW, generate_queries, generate_records, iter_fields  # noqa: E402
+from soma_lsp.retrieval import LiveIndex, RetrievalQuery, tokenize  # noqa: E402
+
+# the tokenizer the index applies to documents (same bag as SPEC 2.1's `tokenize`; faster), when present
+DOC_TOKENIZE = getattr(importlib.import_module("soma_lsp.retrieval.tokenize"), "document_terms", tokenize)
+LEXICAL_ONLY = {"lexical": 1.0, "structural": 0.0, "recency": 0.0, "importance": 0.0}
+K = 10
+
+
+# -- memory ---------------------------------------------------------------------------------------
+
+def _status_kb() -> dict[str, int]:
+    out = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                key, value = line.split(":")
+                out[key] = int(value.split()[0])
+    return out
+
+
+def _settle() -> int:
+    """RSS in MiB after a full gc and returning freed heap to the OS."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except OSError:
+        pass
+    return _status_kb()["VmRSS"] // 1024
+
+
+def _reset_peak() -> None:
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+
+def _in_child(fn) -> dict:
+    """Run fn() in a forked child (sharing the parent's pool copy-on-write); return its JSON result."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        os.close(read_fd)
+        try:
+            payload = json.dumps(fn())
+        except BaseException as exc:  # report, never fall back into the parent's code
+            payload = json.dumps({"error": repr(exc)})
+        with os.fdopen(write_fd, "w") as w:
+            w.write(payload)
+        os._exit(0)
+    os.close(write_fd)
+    with os.fdopen(read_fd) as r:
+        data = r.read()
+    os.waitpid(pid, 0)
+    return json.loads(data)
+
+
+def _measure_build(build) -> dict:
+    before = _settle()
+    _reset_peak()
+    t0 = time.perf_counter()
+    index = build()
+    seconds = time.perf_counter() - t0
+    peak = _status_kb()["VmHWM"] // 1024
+    after = _settle()
+    del index
+    return {"rss_before_mib": before, "peak_mib": peak, "rss_after_mib": after,
+            "peak_delta_mib": peak - before, "steady_delta_mib": after - before, "build_s": seconds}
+
+
+# -- building ------------------------------------------------------------------------------------
+
+def bm25s_input(records) -> tuple[list[list[int]], dict[str, int], float, float]:
+    """Token ids per record (name ×3, headline ×2, notes and details once) and the vocabulary;
+    also the seconds spent in `tokenize` alone and in the whole conversion."""
+    vocab: dict[str, int] = {}
+    ids: list[list[int]] = []
+    t_tok = 0.0
+    perf = time.perf_counter
+    t0 = perf()
+    for record in records:
+        doc: list[int] = []
+        for text, repeats in iter_fields(record):
+            if not text:
+                continue
+            s = perf()
+            terms = DOC_TOKENIZE(text)
+            t_tok += perf() - s
+            field = [vocab.setdefault(t, len(vocab)) for t in terms]
+            doc.extend(field * repeats)
+        ids.append(doc)
+    return ids, vocab, t_tok, perf() - t0
+
+
+def bm25s_build(ids, vocab) -> bm25s.BM25:
+    retriever = bm25s.BM25(method="lucene", k1=1.2, b=0.75, backend="numpy")
+    retriever.index(Tokenized(ids=ids, vocab=dict(vocab)), show_progress=False)
+    return retriever
+
+
+# -- querying ------------------------------------------------------------------------------------
+
+def bm25s_topk(retriever: bm25s.BM25, terms: list[str], k: int = K) -> np.ndarray:
+    scores = retriever.get_scores(terms)
+    k = min(k, scores.size)
+    top = np.argpartition(scores, -k)[-k:]
+    return top[np.argsort(-scores[top], kind="stable")]
+
+
+def bm25s_retrieve(retriever: bm25s.BM25, terms: list[str], k: int = K):
+    return retriever.retrieve([terms], k=k, show_progress=False, n_threads=0)
+
+
+def time_queries(index: LiveIndex, retriever: bm25s.BM25, queries, rounds: int) -> dict[str, np.ndarray]:
+    """Latency samples (ms) per system; systems interleaved per query so they share the noise."""
+    full = [RetrievalQuery(text=q.text, architecture=list(q.architecture), now=NOW, limit=K) for q in queries]
+    lexical = [RetrievalQuery(text=q.text, limit=K, weights=LEXICAL_ONLY) for q in queries]
+    terms = [list(q.terms) for q in queries]
+    runs = {
+        "soma_full": lambda i: index.rank(full[i]),
+        "soma_lexical": lambda i: index.rank(lexical[i]),
+        "bm25s_get_scores": lambda i: bm25s_topk(retriever, terms[i]),
+        "bm25s_retrieve": lambda i: bm25s_retrieve(retriever, terms[i]),
+    }
+    for fn in runs.values():  # warm-up
+        for i in range(min(3, len(queries))):
+            fn(i)
+    samples: dict[str, list[float]] = {name: [] for name in runs}
+    perf = time.perf_counter
+    for _ in range(rounds):
+        for i in range(len(queries)):
+            for name, fn in runs.items():
+                t0 = perf()
+                fn(i)
+                samples[name].append((perf() - t0) * 1e3)
+    return {name: np.asarray(v) for name, v in samples.items()}
+
+
+def cross_check(index: LiveIndex, retriever: bm25s.BM25, queries) -> dict:
+    """soma lexical-only top-10 vs bm25s top-10: the bm25s scores of soma's top-10, in soma's order,
+    must equal bm25s's own sorted top-10 scores (so order matches up to ties), and soma's lexical
+    must be a constant multiple of bm25s's score (no (k1+1) in Lucene; soma divides by the max)."""
+    checked, identical, ok = 0, 0, True
+    problems = []
+    for q in queries:
+        ranked = index.rank(RetrievalQuery(text=q.text, limit=K, weights=LEXICAL_ONLY))
+        scores = retriever.get_scores(list(q.terms))
+        ours = np.array([int(r.record.id.split("-")[1]) for r in ranked])  # record i sits at slot i
+        theirs = bm25s_topk(retriever, list(q.terms))
+        lex = np.array([r.components.lexical for r in ranked])
+        positive = scores[ours] > 0
+        same_scores = np.allclose(scores[ours], np.sort(scores)[::-1][:K], rtol=2e-5, atol=1e-7)
+        factor = lex[positive] / scores[ours][positive]
+        proportional = factor.size == 0 or np.allclose(factor, factor[0], rtol=2e-5)
+        checked += 1
+        identical += bool(np.array_equal(ours, theirs))
+        if not (same_scores and proportional):
+            ok = False
+            problems.append({"query": q.text[:80], "ours": ours.tolist(), "theirs": theirs.tolist()})
+    return {"queries": checked, "identical_id_lists": identical, "order_matches_up_to_ties": ok,
+            "problems": problems[:3]}
+
+
+# -- reporting -----------------------------------------------------------------------------------
+
+def machine() -> dict:
+    model = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                  if line.startswith("model name")), platform.processor())
+    return {"nproc": os.cpu_count(), "cpu": model, "python": platform.python_version(),
+            "numpy": np.__version__, "bm25s": bm25s.__version__,
+            "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE"),
+            "OPENBLAS_L2_SIZE": os.environ.get("OPENBLAS_L2_SIZE")}
+
+
+def pct(a: np.ndarray) -> tuple[float, float]:
+    return float(np.percentile(a, 50)), float(np.percentile(a, 99))
+
+
+def human(n: int) -> str:
+    return f"{n // 1_000_000}M" if n >= 1_000_000 and n % 1_000_000 == 0 else (
+        f"{n // 1000}k" if n % 1000 == 0 else str(n))
+
+
+def run_size(n: int, args) -> dict:
+    out: dict = {"n": n}
+    t0 = time.perf_counter()
+    records = generate_records(n, seed=args.seed)
+    out["generate_s"] = time.perf_counter() - t0
+    log(f"[{human(n)}] generated {n} records in {out['generate_s']:.1f}s")
+
+    ids, vocab, t_tok, t_ids = bm25s_input(records)
+    out["tokens"] = int(sum(len(d) for d in ids))
+    out["vocabulary"] = len(vocab)
+    log(f"[{human(n)}] bm25s input: {out['tokens']} tokens, {len(vocab)} terms, {t_ids:.1f}s "
+        f"(tokenize {t_tok:.1f}s)")
+
+    if n in args.mem_sizes:
+        out["memory"] = {
+            "soma": _in_child(lambda: _measure_build(lambda: LiveIndex(records))),
+            "bm25s": _in_child(lambda: _measure_build(lambda: bm25s_build(ids, vocab))),
+        }
+        log(f"[{human(n)}] memory: {json.dumps(out['memory'])}")
+
+    gc.collect()
+    t0 = time.perf_counter()
+    index = LiveIndex(records)
+    soma_build = time.perf_counter() - t0
+    gc.collect()
+    t0 = time.perf_counter()
+    retriever = bm25s_build(ids, vocab)
+    bm25s_index = time.perf_counter() - t0
+    out["build"] = {
+        "soma_end_to_end_s": soma_build,
+        "soma_tokenize_s": t_tok,
+        "soma_excluding_tokenize_s": soma_build - t_tok,
+        "bm25s_input_s": t_ids,
+        "bm25s_index_s": bm25s_index,
+        "bm25s_end_to_end_s": t_ids + bm25s_index,
+    }
+    b = out["build"]
+    b["ratio_end_to_end"] = b["soma_end_to_end_s"] / b["bm25s_end_to_end_s"]
+    b["ratio_excluding_tokenize"] = b["soma_excluding_tokenize_s"] / b["bm25s_index_s"]
+    log(f"[{human(n)}] build: soma {soma_build:.2f}s (tokenize {t_tok:.2f}s) | bm25s index "
+        f"{bm25s_index:.2f}s (+ input {t_ids:.2f}s) | ratios e2e {b['ratio_end_to_end']:.2f}, "
+        f"excl. tokenize {b['ratio_excluding_tokenize']:.2f}")
+    del ids
+    gc.collect()
+    gc.freeze()  # the pool's objects are long-lived: keep full collections out of the timings
+
+    out["cross_check"] = cross_check(index, retriever, generate_queries(5, 3, seed=7)
+                                     + generate_queries(5, 40, seed=7))
+    log(f"[{human(n)}] cross-check: {out['cross_check']}")
+
+    out["latency"] = {}
+    for n_terms in (3, 40):
+        queries = generate_queries(args.queries, n_terms)
+        samples = time_queries(index, retriever, queries, args.rounds)
+        row = {name: dict(zip(("p50_ms", "p99_ms"), pct(v))) for name, v in samples.items()}
+        fast = min(("bm25s_get_scores", "bm25s_retrieve"), key=lambda k: row[k]["p50_ms"])
+        row["baseline"] = fast
+        row["ratio_p50"] = row["soma_full"]["p50_ms"] / row[fast]["p50_ms"]
+        row["ratio_p99"] = row["soma_full"]["p99_ms"] / row[fast]["p99_ms"]
+        row["ratio_p50_vs_retrieve"] = row["soma_full"]["p50_ms"] / row["bm25s_retrieve"]["p50_ms"]
+        row["samples"] = int(samples["soma_full"].size)
+        out["latency"][n_terms] = row
+        log(f"[{human(n)}] {n_terms}-term: " + ", ".join(
+            f"{k} {v['p50_ms']:.2f}/{v['p99_ms']:.2f}" for k, v in row.items() if isinstance(v, dict))
+            + f" | soma/{fast} p50 {row['ratio_p50']:.2f}")
+    gc.unfreeze()
+    del index, retriever, records
+    gc.collect()
+    return out
+
+
+def markdown(results: list[dict], info: dict, command: str) -> str:
+    lines = [f"Command: `{command}`", "",
+             f"Machine: {info['nproc']} cores, {info['cpu']}; Python {info['python']}, numpy "
+             f"{info['numpy']}, bm25s {info['bm25s']}; OPENBLAS_CORETYPE={info['OPENBLAS_CORETYPE']}, "
+             f"OPENBLAS_L2_SIZE={info['OPENBLAS_L2_SIZE']}", ""]
+    lines += ["### Build (seconds)", "",
+              "| N | tokens | soma end-to-end | soma tokenize | soma excl. tokenize | bm25s input (tokenize+ids) "
+              "| bm25s index | ratio e2e | ratio excl. tokenize |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        b = r["build"]
+        lines.append(f"| {human(r['n'])} | {r['tokens']:,} | {b['soma_end_to_end_s']:.2f} | {b['soma_tokenize_s']:.2f} "
+                     f"| {b['soma_excluding_tokenize_s']:.2f} | {b['bm25s_input_s']:.2f} | {b['bm25s_index_s']:.2f} "
+                     f"| {b['ratio_end_to_end']:.2f} | {b['ratio_excluding_tokenize']:.2f} |")
+    lines += ["", "### Query latency (ms, p50 / p99)", "",
+              "| N | terms | soma full rank | soma lexical-only | bm25s get_scores+argpartition | bm25s retrieve "
+              "| ratio p50 (p99) vs faster bm25s | ratio p50 vs retrieve |", "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        for n_terms, row in r["latency"].items():
+            cell = lambda k: f"{row[k]['p50_ms']:.2f} / {row[k]['p99_ms']:.2f}"  # noqa: E731
+            base = "get_scores" if row["baseline"] == "bm25s_get_scores" else "retrieve"
+            lines.append(f"| {human(r['n'])} | {n_terms} | {cell('soma_full')} | {cell('soma_lexical')} "
+                         f"| {cell('bm25s_get_scores')} | {cell('bm25s_retrieve')} "
+                         f"| {row['ratio_p50']:.2f} ({row['ratio_p99']:.2f}) vs {base} "
+                         f"| {row['ratio_p50_vs_retrieve']:.2f} |")
+    mem = [r for r in results if "memory" in r]
+    if mem:
+        lines += ["", "### Memory while indexing (MiB)", "",
+                  "| N | system | RSS before | peak − before | steady − before | build in child (s) |",
+                  "|---|---|---|---|---|---|"]
+        for r in mem:
+            for system in ("soma", "bm25s"):
+                m = r["memory"][system]
+                if "error" in m:
+                    lines.append(f"| {human(r['n'])} | {system} | error: {m['error']} | | | |")
+                    continue
+                lines.append(f"| {human(r['n'])} | {system} | {m['rss_before_mib']:,} | {m['peak_delta_mib']:,} "
+                             f"| {m['steady_delta_mib']:,} | {m['build_s']:.1f} |")
+            s, b = r["memory"]["soma"], r["memory"]["bm25s"]
+            if "error" not in s and "error" not in b:
+                lines.append(f"| {human(r['n'])} | ratio soma/bm25s | | {s['peak_delta_mib'] / b['peak_delta_mib']:.2f} "
+                             f"| {s['steady_delta_mib'] / max(b['steady_delta_mib'], 1):.2f} | |")
+    lines += ["", "Cross-check (soma lexical-only top-10 vs bm25s top-10, 10 queries per size): " + "; ".join(
+        f"{human(r['n'])}: {'order matches' if r['cross_check']['order_matches_up_to_ties'] else 'MISMATCH'}"
+        f" ({r['cross_check']['identical_id_lists']}/{r['cross_check']['queries']} identical id lists)"
+        for r in results)]
+    return "\n".join(lines)
+
+
+def log(message: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000,1000000", help="comma-separated pool sizes")
+    parser.add_argument("--mem-sizes", default="1000000",
+                        help="sizes at which to measure indexing memory in forked children ('' for none)")
+    parser.add_argument("--queries", type=int, default=50, help="queries per kind (3-term, 40-term)")
+    parser.add_argument("--rounds", type=int, default=3, help="timed passes over the queries")
+    parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--quick", action="store_true", help="smoke run: N=2000, 10 queries, 1 round")
+    parser.add_argument("--json", type=Path, help="also write the results as JSON here")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.sizes, args.mem_sizes, args.queries, args.rounds = "2000", "2000", 10, 1
+    args.sizes = [int(s) for s in args.sizes.split(",") if s]
+    args.mem_sizes = {int(s) for s in args.mem_sizes.split(",") if s}
+    info = machine()
+    log(f"machine: {info}")
+    results = [run_size(n, args) for n in args.sizes]
+    command = " ".join(["python", "bench/rank.py", *(argv if argv is not None else sys.argv[1:])])
+    print(markdown(results, info, command))
+    if args.json:
+        args.json.write_text(json.dumps({"machine": info, "results": results}, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
