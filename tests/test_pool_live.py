@@ -10,16 +10,7 @@ from pathlib import Path
 from soma_lsp.pool import LivePool, pool_roots
 from soma_lsp.retrieval import RetrievalQuery
 from soma_lsp.retrieval.index import LiveIndex
-
-
-def rec(i, **extra) -> dict:
-    return {"id": f"exp-{i}", "name": f"run-{i}", **extra}
-
-
-def write(path: Path, content) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(content if isinstance(content, str) else json.dumps(content))
-    return path
+from pool_files import rec, write
 
 
 def make_pool(root: Path, index: LiveIndex | None = None) -> tuple[LivePool, LiveIndex]:

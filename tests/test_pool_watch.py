@@ -6,22 +6,12 @@ import json
 import os
 import shutil
 import time
-from pathlib import Path
 
 from soma_lsp.pool import LivePool, PoolWatcher
 from soma_lsp.retrieval.index import LiveIndex
+from pool_files import rec, write
 
 TIMEOUT = 20.0  # seconds: a bound on waiting, not a performance limit
-
-
-def rec(i, **extra) -> dict:
-    return {"id": f"exp-{i}", "name": f"run-{i}", **extra}
-
-
-def write(path: Path, content) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(content if isinstance(content, str) else json.dumps(content))
-    return path
 
 
 def wait_for(condition, what: str) -> None:

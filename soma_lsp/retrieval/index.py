@@ -11,18 +11,17 @@ One lock makes `update` atomic for queries: a query sees the pool before or afte
 
 from __future__ import annotations
 
-import gc
 import threading
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import count, filterfalse
 
 import numpy as np
 
+from ..gcpause import collector_paused
 from ..records import Record
 from . import terms as T
 from .model import TERMS, RetrievalQuery, ScoreComponents, ScoredRecord
@@ -31,19 +30,6 @@ from .tokenize import document_terms, tokenize
 FIELD_REPEATS = (3, 2, 1, 1)  # name, headline, notes, details (SPEC 2.2)
 SEGMENT_RECORDS = 1 << 17  # bulk loads are cut into segments of this many records (bounds peak memory)
 MERGE_FANOUT = 4  # merge the newest segments once this many of similar size have piled up
-
-
-@contextmanager
-def _collector_paused():
-    """Bulk adds allocate many small acyclic objects; generational GC passes would rescan the
-    whole pool again and again (measured: 2× slower at 100k records)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def document_fields(record: Record) -> tuple[str, str, str, str]:
@@ -268,7 +254,7 @@ class LiveIndex:
             latest = {r.id: r for r in add}  # within a batch, the last record of an id wins
             gone = [self._slot_records[self._slot_of[i]]
                     for i in dict.fromkeys([*remove, *latest]) if i in self._slot_of]
-            with _collector_paused():
+            with collector_paused():
                 forgotten = ([term_counts(r) for r in gone], [T.component_bag(r.architecture) for r in gone])
                 new = list(latest.values())
                 batches = [self._prepare(new[i:i + SEGMENT_RECORDS]) for i in range(0, len(new), SEGMENT_RECORDS)]
