@@ -113,6 +113,7 @@ async def find_related_experiments(ls: "SomaServer", arguments: Any) -> list[dic
     position = _position(command, arg["position"], "position") if arg.get("position") is not None else None
     selection = _range(command, arg["range"]) if arg.get("range") is not None else None
     limit = _int(command, arg["limit"], "limit") if arg.get("limit") is not None else DEFAULT_LIMIT
+    await ls.loaded.wait()  # asked right after start: answer from the pool, not from an empty index
     settings, now, index = ls.settings, ls.now(), ls.index
 
     if uri is None:
@@ -150,6 +151,7 @@ async def show_experiment(ls: "SomaServer", arguments: Any) -> dict[str, Any]:
     record_id = arg.get("id")
     if not isinstance(record_id, str) or not record_id:
         raise BadArgument(SHOW_EXPERIMENT, f"id: expected an experiment id string, got {record_id!r}")
+    await ls.loaded.wait()
     record = ls.index.get(record_id)
     if record is None:
         raise BadArgument(SHOW_EXPERIMENT, f"id: no experiment {record_id!r} in the pool")

@@ -179,7 +179,8 @@ class SomaServer(LanguageServer):
         self.pool: LivePool | None = None
         self.watcher: PoolWatcher | None = None
         self.roots: list[str] = []
-        self.indexing = False
+        self.indexing = True  # from the start until the first load ends: "not loaded yet" is not "empty"
+        self.loaded = asyncio.Event()  # set once the first load has ended (commands wait for it)
         self.client_watching = False
         self.exit_code: int | None = None
         self._stop_event: asyncio.Event | None = None
@@ -386,6 +387,7 @@ class SomaServer(LanguageServer):
             self.show_message(f"soma: loading the experiment pool failed: {error}", lsp.MessageType.Error)
         finally:
             self.indexing = False
+            self.loaded.set()
             summary = pool.summary()
             text = f"{summary['records']} experiments from {summary['files']} files"
             if summary["errors"]:

@@ -131,3 +131,17 @@ async def test_show_experiment_locates_code_ties_inside_the_workspace_only(sessi
     record = await session.command("soma.showExperiment", {"id": "exp-0302"})
     assert record["code_locations"][0] == {"code": "model/escape.py::Secret", "uri": None, "range": None}
     assert record["code_locations"][1]["uri"] == session.uri("train.py")
+
+
+@pytest.mark.parametrize("preset", ["visual-studio-code", "neovim@0.11.0"])
+async def test_commands_asked_before_the_first_load_answer_from_the_pool(start_session, preset):
+    session = await start_session(preset, wait_loaded=False)
+    status = await session.command("soma.poolStatus", {})
+    assert status["indexing"] or status["records"] == 74, "before the first load ends the pool is 'indexing', not empty"
+    uri = session.open(TRANSFORMER)
+    line, col = session.line_of(TRANSFORMER, "class RotaryEmbedding")
+    results = await session.command("soma.findRelatedExperiments",
+                                    {"uri": uri, "position": {"line": line, "character": col + 6}})
+    assert results and results[0]["id"] == "exp-0042"
+    record = await session.command("soma.showExperiment", {"id": "exp-0131"})
+    assert record["id"] == "exp-0131"
