@@ -3,6 +3,7 @@
 import math
 from datetime import datetime, timedelta, timezone
 
+import bm25s
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -119,7 +120,6 @@ def test_an_unrelated_record_never_lifts_lexical_above_one(records, query_text, 
 
 def test_raw_bm25_matches_bm25s_lucene():
     """The lexical order equals bm25s's Lucene BM25 (same idf; its score lacks the (k1+1) factor)."""
-    bm25s = pytest.importorskip("bm25s")
     rng = np.random.default_rng(3)
     vocab = [f"w{i}" for i in range(300)]
     zipf = 1 / np.arange(1, 301)
