@@ -20,12 +20,12 @@ from . import __version__
 
 def plain(value: Any) -> Any:
     """JSON-like data from what pygls hands over (attribute objects for unknown shapes)."""
+    if hasattr(value, "_asdict"):  # namedtuples (custom notifications' params) before other tuples
+        return {k: plain(v) for k, v in value._asdict().items()}
     if isinstance(value, list | tuple):
         return [plain(v) for v in value]
     if isinstance(value, dict):
         return {k: plain(v) for k, v in value.items()}
-    if hasattr(value, "_asdict"):
-        return {k: plain(v) for k, v in value._asdict().items()}
     if hasattr(value, "__dict__") and not isinstance(value, type):
         return {k: plain(v) for k, v in vars(value).items()}
     return value

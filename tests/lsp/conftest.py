@@ -29,6 +29,8 @@ from lsprotocol import types as lsp
 from pytest_lsp import client_capabilities
 from pytest_lsp.client import LanguageClient, make_test_lsp_client
 
+from soma_lsp.client import plain
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures" / "workspace"
 SERVER = [sys.executable, "-m", "soma_lsp"]
@@ -41,15 +43,6 @@ def server_env(**extra: str) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.update(extra)
     return env
-
-
-def plain(value: Any) -> Any:
-    """pygls hands custom notifications' params over as namedtuples: back to dicts and lists."""
-    if hasattr(value, "_asdict"):
-        return {k: plain(v) for k, v in value._asdict().items()}
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    return value
 
 
 async def wait_until(predicate: Callable[[], Any], timeout: float = TIMEOUT, step: float = 0.02) -> Any:
