@@ -11,7 +11,8 @@ import dataclasses
 import os
 import sys
 
-from ..pool import LivePool, pool_roots
+from ..pool import LivePool
+from . import common
 
 
 def add_parser(subparsers) -> None:
@@ -19,8 +20,7 @@ def add_parser(subparsers) -> None:
         "check", help="validate the experiment pool and report bad records",
         description="Load the experiment pool and print every problem as path:line: field: problem, then a "
                     "summary. Exit status 1 if any record or file has an error.")
-    parser.add_argument("--pool", action="append", metavar="DIR", default=None,
-                        help="a pool directory (repeatable; default: $SOMA_POOL, else ./.soma/pool)")
+    common.add_pool_argument(parser)
     parser.add_argument("--quiet", "-q", action="store_true", help="print only the summary")
     parser.set_defaults(run=run)
 
@@ -30,9 +30,7 @@ def _plural(n: int, word: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    roots = pool_roots([os.getcwd()], args.pool, os.environ)
-    pool = LivePool(roots)
-    pool.load()
+    pool = common.open_pool(args, indexed=False)
     try:
         return _report(pool, args, sys.stdout)
     except BrokenPipeError:  # `soma-lsp check | head`

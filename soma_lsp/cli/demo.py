@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..client import SomaClient, find, start
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "workspace"
 TIMEOUT = 120.0
@@ -71,7 +70,7 @@ def _result_rows(results: Sequence[dict[str, Any]]) -> str:
     return "\n".join(rows) or "(nothing related)"
 
 
-def _print_diagnostics(client: SomaClient, uri: str, *, codes: bool = True) -> None:
+def _print_diagnostics(client, uri: str, *, codes: bool = True) -> None:
     diagnostics = client.diagnostics.get(uri, [])
     for d in diagnostics:
         code = f"[{d.code}] " if codes and d.code else ""
@@ -81,6 +80,8 @@ def _print_diagnostics(client: SomaClient, uri: str, *, codes: bool = True) -> N
 
 
 async def _session(workspace: Path, server: Sequence[str]) -> int:
+    from ..client import find, start  # pygls and lsprotocol load slowly: only for the demo
+
     client = await start(server, workspace)
     try:
         _section("soma-lsp demo — a real LSP session over stdio")
