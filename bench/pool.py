@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import re
 import resource
@@ -41,6 +40,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+from _machine import describe_machine  # noqa: E402
 
 WORDS = ("loss learning rate warmup schedule cosine decay batch gradient clip norm layer attention head "
          "rotary rope theta embedding dropout residual rmsnorm layernorm optimizer adam adamw lion momentum "
@@ -65,7 +66,7 @@ def record(i: int, rng: random.Random) -> dict:
         "metrics": [{"name": "val_loss", "value": round(rng.uniform(2, 4), 4), "baseline": 3.0, "goal": "min"},
                     {"name": "tokens_per_sec", "value": rng.randint(150000, 250000), "baseline": 200000,
                      "goal": "max"}],
-        "code": [f"model/transformer.py::Attention.forward", f"train.py::train{i % 7}"],
+        "code": ["model/transformer.py::Attention.forward", f"train.py::train{i % 7}"],
         "commit": f"{rng.getrandbits(40):010x}", "tags": ["sweep", rng.choice(WORDS)],
         "url": f"https://tracker.example/runs/{i}", "owner": "ana", "gpu_hours": round(rng.uniform(1, 500), 1),
     }
@@ -212,20 +213,6 @@ def cold_query(root: Path) -> float:
 
 # -- report ------------------------------------------------------------------------------------
 
-def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    return (f"{os.cpu_count()} CPUs (nproc), {cpu}, Python {platform.python_version()}, {platform.system()}; "
-            f"load average at the end {load}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000)
@@ -292,7 +279,7 @@ def main() -> None:
 
 def render(n: int, size: int, rows: dict, latency: dict, small: int, breakdown: dict) -> str:
     out = ["## Pool", "",
-           f"`.venv/bin/python bench/pool.py` ({time.strftime('%Y-%m-%d')}; {machine()}). "
+           f"`.venv/bin/python bench/pool.py` ({time.strftime('%Y-%m-%d')}; {describe_machine()}). "
            f"{n:,} generated records of ~{size / n:.0f} bytes ({size / 1e6:.0f} MB as JSONL), as {n:,} "
            "single-record `.json` files in 100 directories and as one `.jsonl` file. Each figure is a fresh "
            "child process (page cache warm); ratios are against the baseline of the same layout from the same "

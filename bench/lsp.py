@@ -1,0 +1,163 @@
+"""Hover latency through a real LSP session over stdio (issue 4's acceptance).
+
+For each pool size: a workspace with the fixture code and a generated pool (one JSONL file), the
+server started as a subprocess, driven by `soma_lsp.client.SomaClient` exactly as an editor would.
+
+* server start → first hover answered with content;
+* hover latency p50/p99 over identifiers of `model/transformer.py` (the request is sent, the answer
+  read back: JSON-RPC framing, the query builder, ranking and Markdown all included);
+* at the largest size, the same hovers while a full reindex of the pool runs (`soma.reloadPool`).
+
+Targets: at 100k p50 ≤ 30 ms and p99 ≤ 100 ms, and the 100k p50 within 3× of the 1k p50 (the named
+baseline, measured in the same run).
+
+    python bench/lsp.py [--sizes 1000,10000,100000] [--hovers 200] [--write docs/benchmarks.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _corpus import generate_mappings  # noqa: E402
+from _machine import describe_machine, replace_section  # noqa: E402
+
+from soma_lsp.client import SomaClient, start  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "fixtures" / "workspace"
+SERVER = [sys.executable, "-m", "soma_lsp"]
+
+
+def make_workspace(base: Path, n: int) -> Path:
+    """The fixture code with a generated pool of n records in one JSONL file."""
+    workspace = base / f"ws-{n}"
+    shutil.copytree(FIXTURES, workspace, ignore=shutil.ignore_patterns(".soma"))
+    pool = workspace / ".soma" / "pool"
+    pool.mkdir(parents=True)
+    with open(pool / "runs.jsonl", "wb") as out:
+        for mapping in generate_mappings(n):
+            out.write(orjson.dumps(mapping) + b"\n")
+    return workspace
+
+
+def hover_positions(path: Path) -> list[tuple[int, int]]:
+    """One position inside each distinct identifier of the file (what a researcher hovers)."""
+    seen, positions = set(), []
+    for line, text in enumerate(path.read_text().splitlines()):
+        for match in re.finditer(r"[A-Za-z_][A-Za-z0-9_]{2,}", text):
+            if match.group() not in seen:
+                seen.add(match.group())
+                positions.append((line, match.start() + 1))
+    return positions
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+async def timed_hovers(client: SomaClient, uri: str, positions: list[tuple[int, int]], count: int) -> list[float]:
+    samples = []
+    for i in range(count):
+        line, character = positions[i % len(positions)]
+        started = time.perf_counter()
+        await client.hover(uri, line, character)
+        samples.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+async def measure(workspace: Path, hovers: int, during_reindex: bool) -> dict:
+    started = time.perf_counter()
+    client = await start(SERVER, workspace)
+    try:
+        await client.open_workspace(workspace)
+        model = workspace / "model" / "transformer.py"
+        uri = await client.open(model, "python", wait=0)
+        positions = hover_positions(model)
+        line, character = next(p for p in positions if model.read_text().splitlines()[p[0]].startswith("class Rotary"))
+        while not await client.hover(uri, line, character):
+            await asyncio.sleep(0.01)
+        first_hover = time.perf_counter() - started
+        status = await client.wait_for_pool()
+        await timed_hovers(client, uri, positions, 20)  # warm the parse cache and the code paths
+        result = {"records": status.get("records"), "first_hover_s": first_hover,
+                  "hover_ms": await timed_hovers(client, uri, positions, hovers)}
+        if during_reindex:
+            reload = asyncio.ensure_future(client.command("soma.reloadPool"))
+            samples = []
+            reindex_started = time.perf_counter()
+            while not reload.done():
+                samples += await timed_hovers(client, uri, positions, 1)
+            await reload
+            result["reindex_s"] = time.perf_counter() - reindex_started
+            result["reindex_hover_ms"] = samples
+        return result
+    finally:
+        await client.close()
+
+
+def summarize(n: int, result: dict) -> dict:
+    row = {"n": n, "records": result["records"], "first_hover_s": result["first_hover_s"],
+           "p50": statistics.median(result["hover_ms"]), "p99": percentile(result["hover_ms"], 0.99)}
+    if "reindex_hover_ms" in result:
+        row.update(reindex_s=result["reindex_s"], reindex_hovers=len(result["reindex_hover_ms"]),
+                   reindex_p50=statistics.median(result["reindex_hover_ms"]),
+                   reindex_p99=percentile(result["reindex_hover_ms"], 0.99))
+    return row
+
+
+def render(rows: list[dict], hovers: int, command: str) -> str:
+    base = rows[0]
+    lines = [
+        "## LSP", "",
+        f"Command: `{command}` — {hovers} hovers per size over the identifiers of the fixture "
+        "`model/transformer.py`, through a real stdio session (`soma_lsp.client`), pool in one JSONL file.",
+        "", describe_machine(), "",
+        f"| records | first hover after start | hover p50 | hover p99 | p50 ÷ {base['n']:,}-record p50 |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(f"| {r['records']:,} | {r['first_hover_s']:.2f} s | {r['p50']:.1f} ms | {r['p99']:.1f} ms "
+                     f"| {r['p50'] / base['p50']:.2f}× |")
+    last = rows[-1]
+    if "reindex_p50" in last:
+        lines += ["", f"During a full reindex of {last['records']:,} records (`soma.reloadPool`, "
+                  f"{last['reindex_s']:.1f} s): {last['reindex_hovers']} hovers answered, "
+                  f"p50 {last['reindex_p50']:.1f} ms, p99 {last['reindex_p99']:.1f} ms."]
+    lines += ["", "Targets (issue 4): at 100k p50 ≤ 30 ms, p99 ≤ 100 ms; 100k p50 within 3× of the 1k p50."]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--hovers", type=int, default=200)
+    parser.add_argument("--write", type=Path, help="replace the ## LSP section of this Markdown file")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="soma-bench-lsp-") as tmp:
+        for n in sizes:
+            workspace = make_workspace(Path(tmp), n)
+            result = asyncio.run(measure(workspace, args.hovers, during_reindex=n == sizes[-1]))
+            rows.append(summarize(n, result))
+            print(rows[-1], flush=True)
+    text = render(rows, args.hovers, "python bench/lsp.py " + " ".join(sys.argv[1:]))
+    print(text)
+    if args.write:
+        replace_section(args.write, "## LSP", text)
+
+
+if __name__ == "__main__":
+    main()
