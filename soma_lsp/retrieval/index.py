@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from array import array
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -53,7 +53,7 @@ def _query_terms(text: str) -> list[str]:
     return list(dict.fromkeys(tokenize(text)))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)  # compared and hashed by identity (a cache key)
 class _Segment:
     """Postings of one batch: for key id k, rows indptr[k]:indptr[k+1] of (slots, counts)."""
 
@@ -175,6 +175,34 @@ class _Batch:
     components: _Prepared
 
 
+class _TfParts:
+    """BM25's per-posting tf part for (segment, term) pairs, kept while the index version (and so
+    avgdl) stands: a term asked again costs one multiply and a bincount instead of gathering every
+    posting's length norm. Least recently used pairs go once `budget` postings are held. Used under
+    the index's read lock, like everything a query touches."""
+
+    def __init__(self, budget: int = 1 << 25) -> None:
+        self.budget = budget
+        self.version = -1
+        self.parts: OrderedDict[tuple[_Segment, int], np.ndarray] = OrderedDict()
+        self.held = 0
+
+    def get(self, version: int, segment: _Segment, key: int, slots: np.ndarray, tf: np.ndarray,
+            norm: np.ndarray) -> np.ndarray:
+        if version != self.version:
+            self.parts.clear()
+            self.version, self.held = version, 0
+        part = self.parts.get((segment, key))
+        if part is not None:
+            self.parts.move_to_end((segment, key))
+            return part
+        part = self.parts[(segment, key)] = T.tf_part(tf.astype(np.float64), norm[slots])
+        self.held += part.size
+        while self.held > self.budget:
+            self.held -= self.parts.popitem(last=False)[1].size
+        return part
+
+
 class _Columns:
     """Per-slot numpy columns that grow by doubling."""
 
@@ -217,6 +245,7 @@ class LiveIndex:
         self._total_dl = 0.0
         self._dead_slots = 0
         self._norm_cache: tuple[int, np.ndarray] | None = None
+        self._tf_parts = _TfParts()
         self.version = 0
         self.update(add=records)
 
@@ -321,10 +350,14 @@ class LiveIndex:
         keep = self._columns.view("alive").copy()
         terms = self._terms.tidied(keep, compact)
         components = self._components.tidied(keep, compact)
+        if terms == self._terms.segments and components == self._components.segments:
+            return
         with self._lock:
             self._terms.segments, self._components.segments = terms, components
             if compact:
                 self._compact_slots()
+            self._norm_cache = None  # slots may be renumbered; cached parts belong to old segments
+            self.version += 1
 
     def _compact_slots(self) -> None:
         """Renumber live slots densely once dead ones dominate; postings were merged just before."""
@@ -381,16 +414,21 @@ class LiveIndex:
 
     def _bm25(self, query_terms: Sequence[str]) -> np.ndarray:
         size, n = self._columns.size, len(self._slot_of)
-        bm25 = np.zeros(size)
         norm = self._length_norm()
+        slots_of, contributions = [], []
         for term in query_terms:
             key = self._terms.key(term)
             if key is None or self._terms.doc_freq[key] == 0:
                 continue
             idf_t = T.idf(n, self._terms.doc_freq[key])
-            for slots, tf in self._terms.lookup(key):
-                bm25[slots] += T.bm25_term(idf_t, tf.astype(np.float64), norm[slots])
-        return bm25
+            for segment in self._terms.segments:
+                found = segment.postings(key)
+                if found is not None:
+                    slots_of.append(found[0])
+                    contributions.append(idf_t * self._tf_parts.get(self.version, segment, key, *found, norm))
+        if not slots_of:
+            return np.zeros(size)
+        return np.bincount(np.concatenate(slots_of), weights=np.concatenate(contributions), minlength=size)
 
     def _shared_components(self, query_bag: Mapping[str, float]) -> np.ndarray:
         shared = np.zeros(self._columns.size)

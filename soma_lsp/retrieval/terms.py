@@ -37,9 +37,10 @@ def length_norm(dl, avgdl):
     return K1 * (1.0 - B + B * dl / avgdl)
 
 
-def bm25_term(idf_t, tf, norm):
-    """One query term's BM25 contribution: idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl))."""
-    return idf_t * (tf * (K1 + 1.0)) / (tf + norm)
+def tf_part(tf, norm):
+    """BM25's saturated term frequency, tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl)); a query term t
+    contributes idf(t) times this to bm25(d) = Σ_t idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl))."""
+    return (tf * (K1 + 1.0)) / (tf + norm)
 
 
 def lexical(bm25, max_bm25):
