@@ -175,32 +175,37 @@ class _Batch:
     components: _Prepared
 
 
-class _TfParts:
-    """BM25's per-posting tf part for (segment, term) pairs, kept while the index version (and so
-    avgdl) stands: a term asked again costs one multiply and a bincount instead of gathering every
-    posting's length norm. Least recently used pairs go once `budget` postings are held. Used under
-    the index's read lock, like everything a query touches."""
+class _Contributions:
+    """A query term's BM25 contribution per posting, idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl)),
+    kept per (segment, term) while the index version (and so N, n_t and avgdl) stands: a term asked
+    again costs one scatter-add instead of gathering every posting's length norm. Least recently
+    used pairs go once `budget` postings are held. Used under the index's read lock."""
 
     def __init__(self, budget: int = 1 << 25) -> None:
         self.budget = budget
         self.version = -1
-        self.parts: OrderedDict[tuple[_Segment, int], np.ndarray] = OrderedDict()
+        self.parts: OrderedDict[tuple[_Segment, int], tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self.held = 0
 
-    def get(self, version: int, segment: _Segment, key: int, slots: np.ndarray, tf: np.ndarray,
-            norm: np.ndarray) -> np.ndarray:
+    def get(self, version: int, segment: _Segment, key: int, idf_t: float,
+            norm: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """(slots, contributions) of this term in this segment, or None when it has no postings there."""
         if version != self.version:
             self.parts.clear()
             self.version, self.held = version, 0
-        part = self.parts.get((segment, key))
-        if part is not None:
+        found = self.parts.get((segment, key))
+        if found is not None:
             self.parts.move_to_end((segment, key))
-            return part
-        part = self.parts[(segment, key)] = T.tf_part(tf.astype(np.float64), norm[slots])
-        self.held += part.size
+            return found
+        postings = segment.postings(key)
+        if postings is None:
+            return None
+        slots, tf = postings
+        found = self.parts[(segment, key)] = (slots, idf_t * T.tf_part(tf.astype(np.float64), norm[slots]))
+        self.held += slots.size
         while self.held > self.budget:
-            self.held -= self.parts.popitem(last=False)[1].size
-        return part
+            self.held -= self.parts.popitem(last=False)[1][0].size
+        return found
 
 
 class _Columns:
@@ -245,7 +250,7 @@ class LiveIndex:
         self._total_dl = 0.0
         self._dead_slots = 0
         self._norm_cache: tuple[int, np.ndarray] | None = None
-        self._tf_parts = _TfParts()
+        self._contributions = _Contributions()
         self.version = 0
         self.update(add=records)
 
@@ -413,22 +418,19 @@ class LiveIndex:
         return self._norm_cache[1]
 
     def _bm25(self, query_terms: Sequence[str]) -> np.ndarray:
-        size, n = self._columns.size, len(self._slot_of)
+        n = len(self._slot_of)
         norm = self._length_norm()
-        slots_of, contributions = [], []
+        bm25 = np.zeros(self._columns.size)
         for term in query_terms:
             key = self._terms.key(term)
             if key is None or self._terms.doc_freq[key] == 0:
                 continue
             idf_t = T.idf(n, self._terms.doc_freq[key])
             for segment in self._terms.segments:
-                found = segment.postings(key)
+                found = self._contributions.get(self.version, segment, key, idf_t, norm)
                 if found is not None:
-                    slots_of.append(found[0])
-                    contributions.append(idf_t * self._tf_parts.get(self.version, segment, key, *found, norm))
-        if not slots_of:
-            return np.zeros(size)
-        return np.bincount(np.concatenate(slots_of), weights=np.concatenate(contributions), minlength=size)
+                    np.add.at(bm25, *found)  # slots are distinct within a segment's postings
+        return bm25
 
     def _shared_components(self, query_bag: Mapping[str, float]) -> np.ndarray:
         shared = np.zeros(self._columns.size)
