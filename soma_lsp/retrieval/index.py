@@ -107,8 +107,7 @@ class _Postings:
         """Postings of a batch with slots 0..k-1, built off the read lock (keys are handed out here;
         readers ignore keys until `commit` makes them known)."""
         vocabulary = self.vocabulary
-        keys: list[int] = []
-        counts: list[float] = []
+        keys, counts = array("q"), array("d")  # packed machine values: 8 bytes each, not a Python object
         lengths = []
         for bag in per_record:
             vocabulary.update(zip(filterfalse(vocabulary.__contains__, bag), count(len(vocabulary))))
@@ -116,10 +115,9 @@ class _Postings:
             counts.extend(bag.values())
             lengths.append(len(bag))
         n_keys = len(vocabulary)
-        key_array = np.frombuffer(array("q", keys), dtype=np.int64)  # ~5× faster than from a list
+        key_array = np.frombuffer(keys, dtype=np.int64)
         slots = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
-        counts_array = np.frombuffer(array("d", counts), dtype=np.float64)
-        segment = _Segment.build(key_array, slots, counts_array, n_keys) if keys else None
+        segment = _Segment.build(key_array, slots, np.frombuffer(counts, dtype=np.float64), n_keys) if keys else None
         return _Prepared(segment, np.bincount(key_array, minlength=n_keys))
 
     def commit(self, prepared: "_Prepared", first_slot: int) -> None:
@@ -177,22 +175,22 @@ class _Batch:
 
 class _Contributions:
     """A query term's BM25 contribution per posting, idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl)),
-    kept per (segment, term) while the index version (and so N, n_t and avgdl) stands: a term asked
+    kept per (segment, term) while the index layout (and so N, n_t and avgdl) stands: a term asked
     again costs one scatter-add instead of gathering every posting's length norm. Least recently
     used pairs go once `budget` postings are held. Used under the index's read lock."""
 
     def __init__(self, budget: int = 1 << 25) -> None:
         self.budget = budget
-        self.version = -1
+        self.layout = -1
         self.parts: OrderedDict[tuple[_Segment, int], tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self.held = 0
 
-    def get(self, version: int, segment: _Segment, key: int, idf_t: float,
+    def get(self, layout: int, segment: _Segment, key: int, idf_t: float,
             norm: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """(slots, contributions) of this term in this segment, or None when it has no postings there."""
-        if version != self.version:
+        if layout != self.layout:
             self.parts.clear()
-            self.version, self.held = version, 0
+            self.layout, self.held = layout, 0
         found = self.parts.get((segment, key))
         if found is not None:
             self.parts.move_to_end((segment, key))
@@ -251,7 +249,8 @@ class LiveIndex:
         self._dead_slots = 0
         self._norm_cache: tuple[int, np.ndarray] | None = None
         self._contributions = _Contributions()
-        self.version = 0
+        self.version = 0  # one step per update
+        self._layout = 0  # one step per update or change of segments/slots: what query caches key on
         self.update(add=records)
 
     # -- reading ------------------------------------------------------------------------------
@@ -298,6 +297,7 @@ class LiveIndex:
                     self._commit(batch)
                 self._norm_cache = None
                 self.version += 1
+                self._layout += 1
             self._tidy()
 
     def _prepare(self, records: list[Record]) -> _Batch:
@@ -361,8 +361,8 @@ class LiveIndex:
             self._terms.segments, self._components.segments = terms, components
             if compact:
                 self._compact_slots()
-            self._norm_cache = None  # slots may be renumbered; cached parts belong to old segments
-            self.version += 1
+            self._norm_cache = None  # slots may be renumbered; cached contributions name old segments
+            self._layout += 1
 
     def _compact_slots(self) -> None:
         """Renumber live slots densely once dead ones dominate; postings were merged just before."""
@@ -410,11 +410,11 @@ class LiveIndex:
 
     def _length_norm(self) -> np.ndarray:
         n = len(self._slot_of)
-        if self._norm_cache is None or self._norm_cache[0] != self.version:
+        if self._norm_cache is None or self._norm_cache[0] != self._layout:
             avgdl = self._total_dl / n if n else 0.0
             dl = self._columns.view("dl")
             norm = T.length_norm(dl, avgdl) if avgdl > 0 else np.full(dl.shape, T.K1)
-            self._norm_cache = (self.version, norm)
+            self._norm_cache = (self._layout, norm)
         return self._norm_cache[1]
 
     def _bm25(self, query_terms: Sequence[str]) -> np.ndarray:
@@ -427,7 +427,7 @@ class LiveIndex:
                 continue
             idf_t = T.idf(n, self._terms.doc_freq[key])
             for segment in self._terms.segments:
-                found = self._contributions.get(self.version, segment, key, idf_t, norm)
+                found = self._contributions.get(self._layout, segment, key, idf_t, norm)
                 if found is not None:
                     np.add.at(bm25, *found)  # slots are distinct within a segment's postings
         return bm25
