@@ -245,16 +245,13 @@ function M.related(opts)
   return M.find_related(M.related_argument(opts))
 end
 
---- `:SomaReload`
-function M.reload(done)
-  return M.execute('soma.reloadPool', vim.empty_dict(), function(err, result)
+--- Run a server command without arguments and tell the user how it went.
+local function run_and_report(command, describe, done)
+  return M.execute(command, vim.empty_dict(), function(err, result)
     if err then
-      notify('soma.reloadPool failed: ' .. tostring(err.message or vim.inspect(err)), vim.log.levels.ERROR)
-    elseif type(result) == 'table' and result.records ~= nil then
-      notify(string.format('pool reloaded: %s records, %s errors', tostring(result.records),
-        tostring(type(result.errors) == 'table' and #result.errors or result.errors)))
+      notify(command .. ' failed: ' .. tostring(err.message or vim.inspect(err)), vim.log.levels.ERROR)
     else
-      notify('pool reloaded')
+      notify(describe(result))
     end
     if done then
       done(err, result)
@@ -262,18 +259,20 @@ function M.reload(done)
   end)
 end
 
+--- `:SomaReload`
+function M.reload(done)
+  return run_and_report('soma.reloadPool', function(result)
+    if type(result) == 'table' and result.records ~= nil then
+      return string.format('pool reloaded: %s records, %s errors', tostring(result.records),
+        tostring(type(result.errors) == 'table' and #result.errors or result.errors))
+    end
+    return 'pool reloaded'
+  end, done)
+end
+
 --- `:SomaStatus`
 function M.status(done)
-  return M.execute('soma.poolStatus', vim.empty_dict(), function(err, result)
-    if err then
-      notify('soma.poolStatus failed: ' .. tostring(err.message or vim.inspect(err)), vim.log.levels.ERROR)
-    else
-      notify(vim.inspect(result))
-    end
-    if done then
-      done(err, result)
-    end
-  end)
+  return run_and_report('soma.poolStatus', vim.inspect, done)
 end
 
 --- The client-side lens command `soma.showRelated` (arguments `[{uri, position}]`).
