@@ -30,6 +30,7 @@ from .tokenize import document_terms, tokenize
 FIELD_REPEATS = (3, 2, 1, 1)  # name, headline, notes, details (SPEC 2.2)
 SEGMENT_RECORDS = 1 << 17  # bulk loads are cut into segments of this many records (bounds peak memory)
 MERGE_FANOUT = 4  # merge the newest segments once this many of similar size have piled up
+MERGE_MAX = 1 << 22  # postings: segments this big are never merged again (compaction aside)
 
 
 def document_fields(record: Record) -> tuple[str, str, str, str]:
@@ -143,15 +144,18 @@ class _Postings:
                 yield found
 
     def tidied(self, keep: np.ndarray, compact: bool) -> list[_Segment]:
-        """The segment list after merging the newest segments while MERGE_FANOUT of them are no
-        bigger than their elder; with `compact`, one segment without the postings of dead slots."""
+        """The segment list after merging the newest MERGE_FANOUT segments while the newer ones
+        together outgrow the eldest of them — tiers, like a binary counter, so many small updates
+        leave O(log) segments to visit — but never a segment of MERGE_MAX postings or more: bulk
+        segments are final, so no merge rewrites (and doubles in memory) a large part of the pool.
+        With `compact`, one segment without the postings of dead slots."""
         n_keys = len(self.vocabulary)
         segments = list(self.segments)
         if compact:
             return [_Segment.merge(segments, n_keys, keep)] if segments else []
         while len(segments) >= MERGE_FANOUT:
             tail = segments[-MERGE_FANOUT:]
-            if sum(seg.size for seg in tail[1:]) <= tail[0].size:
+            if max(seg.size for seg in tail) >= MERGE_MAX or sum(seg.size for seg in tail[1:]) <= tail[0].size:
                 break
             segments[-MERGE_FANOUT:] = [_Segment.merge(tail, n_keys, keep)]
         return segments
