@@ -16,6 +16,7 @@ from array import array
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 from functools import lru_cache
 from itertools import count, filterfalse
 
@@ -252,6 +253,7 @@ class LiveIndex:
         self._total_dl = 0.0
         self._dead_slots = 0
         self._norm_cache: tuple[int, np.ndarray] | None = None
+        self._weighting_cache: tuple[tuple, dict] | None = None
         self._contributions = _Contributions()
         self.version = 0  # one step per update
         self._layout = 0  # one step per update or change of segments/slots: what query caches key on
@@ -446,45 +448,68 @@ class LiveIndex:
                 shared[slots] += np.minimum(q_count, counts.astype(np.float64))
         return shared
 
-    def _scores(self, query: RetrievalQuery) -> dict[str, np.ndarray]:
-        """Every slot's components and score for this query (dead slots hold garbage)."""
+    def _weighting(self, query: RetrievalQuery, lexical_applies: bool, query_has_architecture: bool) -> dict:
+        """What a query's score needs besides its lexical and structural values, per record: the
+        effective weights (one row per applicability class), w'·importance and recency's per-record
+        base. It depends only on the index layout and the query's shape, so it is kept between queries."""
+        key = (self._layout, lexical_applies, query_has_architecture, query.now is not None, query.weights,
+               query.half_life_days)
+        if self._weighting_cache is not None and self._weighting_cache[0] == key:
+            return self._weighting_cache[1]
         columns = self._columns
-        alive = columns.view("alive")
-        query_terms = _query_terms(query.text)
-        query_bag = T.component_bag(query.architecture)
-        lexical_applies = bool(query_terms)
-
-        bm25 = self._bm25(query_terms)
-        lexical = T.lexical(bm25, float(bm25[alive].max(initial=0.0)))
-
-        record_total = columns.view("arch_total")
-        query_total = float(sum(query_bag.values()))
-        structural_applies = (record_total > 0) & (query_total > 0)
-        structural = np.zeros(columns.size)
-        if query_total > 0:
-            shared = self._shared_components(query_bag)
-            np.divide(shared, query_total + record_total - shared, out=structural, where=structural_applies)
-
         time = columns.view("time")
-        recency_applies = ~np.isnan(time) if query.now is not None else np.zeros(columns.size, bool)
-        recency = np.zeros(columns.size)
-        if query.now is not None:
-            age_days = (T.epoch_seconds(query.now) - time) / T.SECONDS_PER_DAY
-            recency = np.where(recency_applies, T.decay(np.nan_to_num(age_days), query.half_life_days), 0.0)
-
-        # Four applicability classes (structural × recency), one row of effective weights each; the
-        # score is the spec's Σ w'_i·c_i term by term (terms that do not apply are 0 on both sides).
+        has_time = ~np.isnan(time)
+        structural_applies = (columns.view("arch_total") > 0) & query_has_architecture
+        recency_applies = has_time & (query.now is not None)
         weights = np.asarray(query.weights.as_tuple())
         applies = np.array([[lexical_applies, s, r, True] for s in (False, True) for r in (False, True)])
         table = T.effective_weights(weights, applies)
         classes = structural_applies.astype(np.intp) * 2 + recency_applies
-        score = np.zeros(columns.size)
-        for term, column in enumerate((lexical, structural, recency, columns.view("importance"))):
-            score += table[:, term][classes] * column
+        t_ref = float(time[has_time].max()) if has_time.any() else 0.0
+        weighting = {
+            "table": table, "classes": classes, "t_ref": t_ref,
+            "structural_applies": structural_applies, "recency_applies": recency_applies,
+            "effective": [table[:, term][classes] for term in range(3)],
+            "importance": table[:, 3][classes] * columns.view("importance"),
+            "recency_base": np.where(has_time, T.decay_base(np.nan_to_num(time, nan=t_ref), t_ref,
+                                                            query.half_life_days), 0.0),
+        }
+        self._weighting_cache = (key, weighting)
+        return weighting
+
+    def _scores(self, query: RetrievalQuery) -> dict[str, Any]:
+        """Every slot's components and score for this query (dead slots hold garbage).
+
+        The score is the spec's Σ w'_i·c_i, summed term by term in SPEC order; a term that does not
+        apply to a record has w' = 0 and value 0 there, which adds exactly nothing."""
+        columns = self._columns
+        query_terms = _query_terms(query.text)
+        query_bag = T.component_bag(query.architecture)
+        query_total = float(sum(query_bag.values()))
+        lexical_applies = bool(query_terms)
+        w = self._weighting(query, lexical_applies, query_total > 0)
+        e_lexical, e_structural, e_recency = w["effective"]
+
+        bm25 = self._bm25(query_terms)
+        lexical = T.lexical(bm25, float(np.max(bm25, where=columns.view("alive"), initial=0.0)))
+        score = e_lexical * lexical
+
+        structural = np.zeros(columns.size)
+        if query_total > 0:
+            shared = self._shared_components(query_bag)
+            np.divide(shared, query_total + columns.view("arch_total") - shared, out=structural,
+                      where=w["structural_applies"])
+            score += e_structural * structural
+
+        recency = None
+        if query.now is not None:
+            now = T.epoch_seconds(query.now)
+            recency = w["recency_base"] * T.decay_factor(w["t_ref"], now, query.half_life_days)
+            np.copyto(recency, 1.0, where=columns.view("time") >= now)  # from the future: 1.0
+            score += e_recency * recency
+        score += w["importance"]
         return {"score": score, "lexical": lexical, "structural": structural, "recency": recency,
-                "table": table, "classes": classes, "structural_applies": structural_applies,
-                "recency_applies": recency_applies, "lexical_applies": lexical_applies,
-                "query_terms": query_terms, "query_bag": query_bag}
+                "lexical_applies": lexical_applies, "query_terms": query_terms, "query_bag": query_bag, **w}
 
     def _top(self, score: np.ndarray, candidates: np.ndarray, limit: int | None) -> list[int]:
         """Candidate slots by score descending, then id ascending, the first `limit` of them."""

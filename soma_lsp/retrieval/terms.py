@@ -56,6 +56,17 @@ def decay(age_days, half_life_days):
     return np.where(age_days > 0, np.exp2(-np.maximum(age_days, 0.0) / half_life_days), 1.0)
 
 
+def decay_base(time_s, t_ref_s, half_life_days):
+    """2 ** ((time − t_ref) / half-life): with `decay_factor`, 2 ** (−age/half-life) =
+    decay_base(time) · decay_factor(now), split so the per-record part outlives a query."""
+    return np.exp2((time_s - t_ref_s) / (SECONDS_PER_DAY * half_life_days))
+
+
+def decay_factor(t_ref_s, now_s, half_life_days):
+    """2 ** ((t_ref − now) / half-life), the per-query part of `decay_base`'s identity."""
+    return float(np.exp2((t_ref_s - now_s) / (SECONDS_PER_DAY * half_life_days)))
+
+
 def check_half_life(half_life_days: float) -> None:
     if not half_life_days > 0:
         raise ValueError(f"half-life must be > 0 days, got {half_life_days!r}")
