@@ -32,6 +32,7 @@ FIELD_REPEATS = (3, 2, 1, 1)  # name, headline, notes, details (SPEC 2.2)
 SEGMENT_RECORDS = 1 << 17  # bulk loads are cut into segments of this many records (bounds peak memory)
 MERGE_FANOUT = 4  # merge the newest segments once this many of similar size have piled up
 MERGE_MAX = 1 << 22  # postings: segments this big are never merged again (compaction aside)
+WEIGHTINGS_KEPT = 8  # query shapes whose per-record weighting is kept (see `_weighting`)
 
 
 def document_fields(record: Record) -> tuple[str, str, str, str]:
@@ -253,7 +254,8 @@ class LiveIndex:
         self._total_dl = 0.0
         self._dead_slots = 0
         self._norm_cache: tuple[int, np.ndarray] | None = None
-        self._weighting_cache: tuple[tuple, dict] | None = None
+        self._weightings: dict[tuple, dict] = {}  # query shape → `_weighting` result, for one layout
+        self._weightings_layout = -1
         self._contributions = _Contributions()
         self.version = 0  # one step per update
         self._layout = 0  # one step per update or change of segments/slots: what query caches key on
@@ -452,10 +454,12 @@ class LiveIndex:
         """What a query's score needs besides its lexical and structural values, per record: the
         effective weights (one row per applicability class), w'·importance and recency's per-record
         base. It depends only on the index layout and the query's shape, so it is kept between queries."""
-        key = (self._layout, lexical_applies, query_has_architecture, query.now is not None, query.weights,
-               query.half_life_days)
-        if self._weighting_cache is not None and self._weighting_cache[0] == key:
-            return self._weighting_cache[1]
+        if self._weightings_layout != self._layout:
+            self._weightings.clear()
+            self._weightings_layout = self._layout
+        key = (lexical_applies, query_has_architecture, query.now is not None, query.weights, query.half_life_days)
+        if key in self._weightings:
+            return self._weightings[key]
         columns = self._columns
         time = columns.view("time")
         has_time = ~np.isnan(time)
@@ -474,7 +478,9 @@ class LiveIndex:
             "recency_base": np.where(has_time, T.decay_base(np.nan_to_num(time, nan=t_ref), t_ref,
                                                             query.half_life_days), 0.0),
         }
-        self._weighting_cache = (key, weighting)
+        if len(self._weightings) >= WEIGHTINGS_KEPT:  # a handful of query shapes alternate (with or
+            self._weightings.pop(next(iter(self._weightings)))  # without architecture, …): keep them all
+        self._weightings[key] = weighting
         return weighting
 
     def _scores(self, query: RetrievalQuery) -> dict[str, Any]:
