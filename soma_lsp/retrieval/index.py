@@ -7,6 +7,10 @@ and its document frequencies; its postings stay until a compaction drops them. S
 its records cost, and a query costs the postings of its terms plus a few passes of vector arithmetic.
 
 One lock makes `update` atomic for queries: a query sees the pool before or after a batch, never half.
+Writers tokenize and build a batch's postings before taking it, so queries wait only for the commit.
+What a query can reuse — BM25 contributions per (segment, term), per-record weightings per query
+shape, length norms — is kept per *layout* (a counter that moves with every update, merge or
+compaction) and dropped when it moves.
 """
 
 from __future__ import annotations
@@ -16,9 +20,9 @@ from array import array
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 from functools import lru_cache
 from itertools import count, filterfalse
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +32,6 @@ from . import terms as T
 from .model import TERMS, RetrievalQuery, ScoreComponents, ScoredRecord
 from .tokenize import document_terms, tokenize
 
-FIELD_REPEATS = (3, 2, 1, 1)  # name, headline, notes, details (SPEC 2.2)
 SEGMENT_RECORDS = 1 << 17  # bulk loads are cut into segments of this many records (bounds peak memory)
 MERGE_FANOUT = 4  # merge the newest segments once this many of similar size have piled up
 MERGE_MAX = 1 << 22  # postings: segments this big are never merged again (compaction aside)
