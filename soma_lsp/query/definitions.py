@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .languages import compiled_query
 from .positions import LineIndex, Range
 
 Kind = Literal["class", "function", "method"]
@@ -148,24 +149,6 @@ _CONTAINERS = {
     "impl_item": "type", "trait_item": "name", "class_declaration": "name", "class": "name",
     "abstract_class_declaration": "name", "interface_declaration": "name",
 }
-_query_cache: dict[str, object] = {}
-
-
-def _query(lang: str, language):
-    if lang not in _query_cache:
-        from tree_sitter import Query
-
-        valid = []
-        for p in _PATTERNS.get(lang, []):
-            try:
-                Query(language, p)
-                valid.append(p)
-            except Exception:  # a node type this grammar version does not have
-                pass
-        _query_cache[lang] = Query(language, "\n".join(valid)) if valid else None
-    return _query_cache[lang]
-
-
 def _clean_name(text: str) -> str:
     m = re.match(r"~?[\w$]+", text.split("::")[-1].strip())
     return m.group(0) if m else text.strip()
@@ -180,7 +163,7 @@ def _container_name(node, field_name: str) -> str:
 
 def ts_definitions(lang: str, language, root, index: LineIndex) -> list[Definition]:
     """Definitions from a tree-sitter tree (matches of the language's definition patterns)."""
-    q = _query(lang, language)
+    q = compiled_query("definitions", lang, language, _PATTERNS)
     if q is None:
         return []
     from tree_sitter import QueryCursor

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from .architecture import PythonArchitecture, config_bag, too_deep
 from .definitions import Definition, scan_python_definitions, ts_definitions
-from .languages import CONFIG_LANGUAGES, grammar, language_for_path
+from .languages import CONFIG_LANGUAGES, compiled_query, grammar, language_for_path
 from .positions import LineIndex
 
 # capture patterns per language: @comment / @string (masked out of the code) / @doc (docstrings,
@@ -35,7 +35,6 @@ _PROSE_PATTERNS = {
     "bash": ["(comment) @comment"],
 }
 _PROSE_PATTERNS["typescript"] = _PROSE_PATTERNS["tsx"] = _PROSE_PATTERNS["javascript"]
-_queries: dict[str, object] = {}
 _COMMENT_MARKERS = {
     "python": ("#",), "bash": ("#",), "julia": ("#",), "yaml": ("#",), "toml": ("#",),
     "text": ("#", "//", "--", ";"), "json": (),
@@ -66,21 +65,6 @@ class ParsedDoc:
         if self._config_bag is None:
             self._config_bag = config_bag(self.source, self.lang)
         return dict(self._config_bag)
-
-
-def _prose_query(lang: str, language):
-    if lang not in _queries:
-        from tree_sitter import Query
-
-        valid = []
-        for p in _PROSE_PATTERNS.get(lang, []):
-            try:
-                Query(language, p)
-                valid.append(p)
-            except Exception:
-                pass
-        _queries[lang] = Query(language, "\n".join(valid)) if valid else None
-    return _queries[lang]
 
 
 def _mask(source: str, spans: list[tuple[int, int]]) -> str:
@@ -118,7 +102,7 @@ def _build(source: str, lang: str) -> ParsedDoc:
     has_error = root.has_error
     masked_spans: list[tuple[int, int]] = []
     prose: list[tuple[int, int]] = []
-    q = _prose_query(lang, g.language)
+    q = compiled_query("prose", lang, g.language, _PROSE_PATTERNS)
     if q is not None:
         caps = QueryCursor(q).captures(root)
         off = index.byte_offset

@@ -89,3 +89,24 @@ def _load(lang: str) -> Grammar | None:
         return Grammar(lang, tree_sitter.Language(getattr(module, spec[1])()))
     except Exception:  # not installed, or an ABI mismatch: fall back to regex
         return None
+
+
+_compiled: dict[tuple[str, str], object] = {}
+
+
+def compiled_query(kind: str, lang: str, language, patterns: dict[str, list[str]]):
+    """The tree-sitter `Query` of the patterns this grammar version accepts (a pattern naming a node
+    type the installed grammar lacks is dropped, not fatal), compiled once per (kind, language)."""
+    key = (kind, lang)
+    if key not in _compiled:
+        from tree_sitter import Query
+
+        valid = []
+        for pattern in patterns.get(lang, []):
+            try:
+                Query(language, pattern)
+                valid.append(pattern)
+            except Exception:  # a node type this grammar version does not have
+                pass
+        _compiled[key] = Query(language, "\n".join(valid)) if valid else None
+    return _compiled[key]
