@@ -10,14 +10,7 @@ from pathlib import Path
 from soma_lsp.pool import LivePool, pool_roots
 from soma_lsp.retrieval import RetrievalQuery
 from soma_lsp.retrieval.index import LiveIndex
-from pool_files import rec, write
-
-
-def make_pool(root: Path, index: LiveIndex | None = None) -> tuple[LivePool, LiveIndex]:
-    index = LiveIndex() if index is None else index
-    pool = LivePool([root], index)
-    pool.load()
-    return pool, index
+from pool_files import make_pool, rec, write
 
 
 # -- roots -----------------------------------------------------------------------------------

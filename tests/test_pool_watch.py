@@ -7,9 +7,8 @@ import os
 import shutil
 import time
 
-from soma_lsp.pool import LivePool, PoolWatcher
-from soma_lsp.retrieval.index import LiveIndex
-from pool_files import rec, write
+from soma_lsp.pool import PoolWatcher
+from pool_files import make_pool, rec, write
 
 TIMEOUT = 20.0  # seconds: a bound on waiting, not a performance limit
 
@@ -24,9 +23,7 @@ def wait_for(condition, what: str) -> None:
 def test_watcher_sees_create_change_delete_and_renames(tmp_path):
     root = tmp_path / "pool"
     write(root / "a.json", rec(1))
-    index = LiveIndex()
-    pool = LivePool([root], index)
-    pool.load()
+    pool, index = make_pool(root)
     changes = []
     pool.subscribe(changes.append)
     with PoolWatcher(pool, debounce_ms=50) as watcher:
@@ -54,9 +51,7 @@ def test_watcher_sees_create_change_delete_and_renames(tmp_path):
 def test_file_being_written_the_later_version_wins(tmp_path):
     root = tmp_path / "pool"
     root.mkdir()
-    index = LiveIndex()
-    pool = LivePool([root], index)
-    pool.load()
+    pool, index = make_pool(root)
     path = root / "run.json"
     full = json.dumps([rec(1), rec(2, notes="complete")], indent=2)
     with PoolWatcher(pool, debounce_ms=30, step_ms=10):
@@ -73,9 +68,7 @@ def test_file_being_written_the_later_version_wins(tmp_path):
 
 def test_watcher_picks_up_a_root_created_later(tmp_path):
     root = tmp_path / "later" / "pool"
-    index = LiveIndex()
-    pool = LivePool([root], index)
-    pool.load()
+    pool, index = make_pool(root)
     watcher = PoolWatcher(pool, rescan_ms=100).start()
     try:
         write(root / "a.json", rec(1))
@@ -90,9 +83,7 @@ def test_watcher_picks_up_a_root_created_later(tmp_path):
 def test_burst_is_coalesced_and_stop_is_clean(tmp_path):
     root = tmp_path / "pool"
     root.mkdir()
-    index = LiveIndex()
-    pool = LivePool([root], index)
-    pool.load()
+    pool, index = make_pool(root)
     applied = []
     pool.subscribe(applied.append)
     watcher = PoolWatcher(pool, debounce_ms=200, step_ms=50).start()
