@@ -506,7 +506,9 @@ class LiveIndex:
         structural = np.zeros(columns.size)
         if query_total > 0:
             shared = self._shared_components(query_bag)
-            np.divide(shared, query_total + columns.view("arch_total") - shared, out=structural,
+            # Σ q + Σ r − Σ min ≥ Σ q > 0: every record's Jaccard is defined; those without an
+            # architecture (the term does not apply) keep 0.
+            np.copyto(structural, T.structural(shared, query_total, columns.view("arch_total")),
                       where=w["structural_applies"])
             score += e_structural * structural
 
