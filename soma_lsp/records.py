@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, make_dataclass
 from datetime import date, datetime, timezone
 from enum import StrEnum
+from string import ascii_letters
 from typing import Any, Literal
 
 
@@ -65,7 +66,6 @@ GOAL_ALIASES: Mapping[str, Goal] = {
 _NON_FINITE = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "-inf": -math.inf,
                "infinity": math.inf, "+infinity": math.inf, "-infinity": -math.inf}
 _COMMIT = re.compile(r"[0-9a-fA-F]{7,40}")
-_DRIVE = re.compile(r"[A-Za-z]:")
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +131,28 @@ class Record:
         return self.finished_at or self.created_at
 
 
+_STRING = frozenset({str})
 _KNOWN = {"id", "name", "status", "created_at", "finished_at", "conclusion", "notes", "architecture",
           "metrics", "code", "commit", "tags", "url", "importance"}
+
+
+def _constructor(cls: type) -> type:
+    """A positional constructor of the frozen, slotted dataclass `cls`, for the hot path of parsing.
+
+    A frozen dataclass's `__init__` stores each field through `object.__setattr__` (2 µs for a
+    `Record`, the largest single cost of `parse_record`). This one stores them on a mutable twin with
+    the same slots and then makes it a `cls`: CPython allows `__class__` assignment between classes of
+    identical layout. What comes out is an ordinary `cls` (type, equality, hashing, immutability)."""
+    def become(self: Any) -> None:
+        self.__class__ = cls
+
+    return make_dataclass(f"_{cls.__name__}Draft", [(f.name, f.type) for f in fields(cls)], slots=True,
+                          eq=False, repr=False, match_args=False, namespace={"__post_init__": become})
+
+
+_new_record = _constructor(Record)
+_new_metric = _constructor(Metric)
+_new_tie = _constructor(CodeTie)
 
 
 def _is_mapping(value: Any) -> bool:
@@ -147,28 +167,35 @@ def parse_record(mapping: Any, *, source: Source | None = None) -> Record:
     """Validate one decoded record; raise `RecordError` on the first problem found."""
     if not _is_mapping(mapping):
         raise RecordError("", f"a record must be an object, not {_kind(mapping)}")
-    warnings: list[str] = []
-    headline, details = _conclusion(mapping.get("conclusion"))
-    return Record(
-        id=_required_text(mapping, "id"),
-        name=_required_text(mapping, "name"),
-        status=_status(mapping.get("status"), warnings),
-        created_at=parse_timestamp(mapping.get("created_at"), "created_at"),
-        finished_at=parse_timestamp(mapping.get("finished_at"), "finished_at"),
-        headline=headline,
-        details=details,
-        notes=_optional_text(mapping.get("notes"), "notes"),
-        architecture=_architecture(mapping.get("architecture")),
-        metrics=_metrics(mapping.get("metrics")),
-        code=_code(mapping.get("code")),
-        commit=_commit(mapping.get("commit")),
-        tags=_tags(mapping.get("tags")),
-        url=_optional_text(mapping.get("url"), "url"),
-        importance=_importance(mapping.get("importance")),
-        extra={k: v for k, v in mapping.items() if k not in _KNOWN} if mapping.keys() - _KNOWN else {},
-        source=source,
-        warnings=tuple(warnings),
+    get = mapping.get
+    headline, details = _conclusion(get("conclusion"))
+    id_, name = _required_text(get("id"), "id"), _required_text(get("name"), "name")
+    raw_status = get("status")
+    status = _status(raw_status)  # None: a status text that names none, loaded as unknown with a warning
+    return _new_record(  # the fields in their declared order
+        id_, name, status or Status.UNKNOWN,
+        parse_timestamp(get("created_at"), "created_at"),
+        parse_timestamp(get("finished_at"), "finished_at"),
+        headline, details,
+        _optional_text(get("notes"), "notes"),
+        _architecture(get("architecture")),
+        _metrics(get("metrics")),
+        _code(get("code")),
+        _commit(get("commit")),
+        _tags(get("tags")),
+        _optional_text(get("url"), "url"),
+        _importance(get("importance")),
+        _extra(mapping),
+        source,
+        () if status else (f"status: unknown status {raw_status!r}, loaded as 'unknown'",),
     )
+
+
+def _extra(mapping: Mapping) -> dict[str, Any]:
+    """The unknown fields, in input order."""
+    if _KNOWN.issuperset(mapping):
+        return {}
+    return {k: v for k, v in mapping.items() if k not in _KNOWN}
 
 
 def _kind(value: Any) -> str:
@@ -177,10 +204,9 @@ def _kind(value: Any) -> str:
     return names.get(type(value), type(value).__name__)
 
 
-def _required_text(mapping: Mapping, key: str) -> str:
-    if key not in mapping or mapping[key] is None:
+def _required_text(value: Any, key: str) -> str:
+    if value is None:
         raise RecordError(key, "is required")
-    value = mapping[key]
     if type(value) is not str:
         raise RecordError(key, f"expected a non-empty string, got {_kind(value)}")
     if not value.strip():
@@ -197,31 +223,27 @@ def _optional_text(value: Any, path: str) -> str | None:
     return value if value.strip() else None
 
 
-def _status(value: Any, warnings: list[str]) -> Status:
+def _status(value: Any) -> Status | None:
     if value is None:
         return Status.UNKNOWN
     if not isinstance(value, str):
         raise RecordError("status", f"expected a string, got {_kind(value)}")
-    status = STATUS_ALIASES.get(value.strip().lower())
-    if status is None:
-        warnings.append(f"status: unknown status {value!r}, loaded as 'unknown'")
-        return Status.UNKNOWN
-    return status
+    return STATUS_ALIASES.get(value.strip().lower())
 
 
 def parse_timestamp(value: Any, path: str = "timestamp") -> datetime | None:
     """RFC 3339 (or ISO 8601) text, or a YAML timestamp; without a zone it is UTC."""
     if value is None:
         return None
-    if isinstance(value, datetime):
-        parsed = value
-    elif isinstance(value, date):
-        parsed = datetime(value.year, value.month, value.day)
-    elif isinstance(value, str):
+    if isinstance(value, str):  # first: the common case (no type is both a str and a date)
         try:
             parsed = datetime.fromisoformat(value.strip())
         except ValueError:
             raise RecordError(path, f"expected an RFC 3339 timestamp, got {value!r}") from None
+    elif isinstance(value, datetime):
+        parsed = value
+    elif isinstance(value, date):
+        parsed = datetime(value.year, value.month, value.day)
     else:
         raise RecordError(path, f"expected an RFC 3339 timestamp string, got {_kind(value)}")
     return parsed.replace(tzinfo=timezone.utc) if parsed.tzinfo is None else parsed
@@ -262,68 +284,85 @@ def _architecture(value: Any) -> tuple[tuple[str, float], ...]:
     """Components as (name, count) pairs, in input order; canonicalisation belongs to retrieval."""
     if value is None:
         return ()
-    if _is_mapping(value):
-        pairs = []
-        for name, count in value.items():
-            if not isinstance(name, str):
-                raise RecordError("architecture", f"component names must be strings, got {_kind(name)}")
-            pairs.append((name, number(count, f"architecture.{name}")))
-        return tuple(pairs)
+    if _is_mapping(value):  # the common case, a string name and an integer count, inline
+        return tuple([(name, float(count)) if type(name) is str and type(count) is int else _component(name, count)
+                      for name, count in value.items()])
     if _is_list(value):
-        for i, name in enumerate(value):
-            if type(name) is not str:
-                raise RecordError(f"architecture[{i}]", f"expected a string, got {_kind(name)}")
-        return tuple((name, 1.0) for name in value)
+        _check_strings(value, "architecture")
+        return tuple([(name, 1.0) for name in value])
     raise RecordError("architecture", f"expected a list of strings or a map name → count, got {_kind(value)}")
 
 
-def _metric(body: Any, name: Any, path: str) -> Metric:
+def _component(name: Any, count: Any) -> tuple[str, float]:
+    if not isinstance(name, str):
+        raise RecordError("architecture", f"component names must be strings, got {_kind(name)}")
+    return name, number(count, f"architecture.{name}")
+
+
+def _check_strings(items: list | tuple, path: str) -> None:
+    """Raise for the first item that is not a string (the check runs in C; the loop only names it)."""
+    if not _STRING.issuperset(map(type, items)):
+        for i, item in enumerate(items):
+            if type(item) is not str:
+                raise RecordError(f"{path}[{i}]", f"expected a string, got {_kind(item)}")
+
+
+def _metric(body: Any, name: Any, where: str | int) -> Metric:
+    """One metric; `where` is its path, or its index in the list form (made a path only for an error)."""
     if not isinstance(name, str) or not name.strip():
-        raise RecordError(f"{path}.name", "expected a non-empty string")
+        raise RecordError(f"{_metric_path(where)}.name", "expected a non-empty string")
     if not _is_mapping(body):
-        return Metric(name, number(body, path, non_finite=True))
-    if body.get("value") is None:
-        raise RecordError(f"{path}.value", "is required")
-    goal = body.get("goal")
+        return _new_metric(name, number(body, _metric_path(where), non_finite=True), None, None)
+    value, goal, baseline = body.get("value"), body.get("goal"), body.get("baseline")
+    if value is None:
+        raise RecordError(f"{_metric_path(where)}.value", "is required")
     if goal is not None:
         canonical = GOAL_ALIASES.get(goal.strip().lower()) if isinstance(goal, str) else None
         if canonical is None:
-            raise RecordError(f"{path}.goal", f"expected min or max (or minimize/lower, maximize/higher), got {goal!r}")
+            raise RecordError(f"{_metric_path(where)}.goal",
+                              f"expected min or max (or minimize/lower, maximize/higher), got {goal!r}")
         goal = canonical
-    baseline = body.get("baseline")
-    return Metric(
-        name=name,
-        value=number(body["value"], f"{path}.value", non_finite=True),
-        baseline=None if baseline is None else number(baseline, f"{path}.baseline", non_finite=True),
-        goal=goal,
+    return _new_metric(  # a float, NaN and infinities included, is taken as it is: no path to build
+        name,
+        value if type(value) is float else number(value, f"{_metric_path(where)}.value", non_finite=True),
+        baseline if baseline is None or type(baseline) is float
+        else number(baseline, f"{_metric_path(where)}.baseline", non_finite=True),
+        goal,
     )
+
+
+def _metric_path(where: str | int) -> str:
+    return f"metrics[{where}]" if type(where) is int else where
 
 
 def _metrics(value: Any) -> tuple[Metric, ...]:
     if value is None:
         return ()
     if _is_mapping(value):
-        return tuple(_metric(body, name, f"metrics.{name}") for name, body in value.items())
+        return tuple([_metric(body, name, f"metrics.{name}") for name, body in value.items()])
     if _is_list(value):
-        out = []
-        for i, item in enumerate(value):
-            if not _is_mapping(item):
-                raise RecordError(f"metrics[{i}]", f"expected an object {{name, value, baseline?, goal?}}, got {_kind(item)}")
-            out.append(_metric(item, item.get("name"), f"metrics[{i}]"))
-        return tuple(out)
+        return tuple([_metric(item, item.get("name"), i) if _is_mapping(item) else _not_a_metric(item, i)
+                      for i, item in enumerate(value)])
     raise RecordError("metrics", f"expected a list or a map of metrics, got {_kind(value)}")
+
+
+def _not_a_metric(item: Any, i: int) -> Metric:
+    raise RecordError(f"metrics[{i}]", f"expected an object {{name, value, baseline?, goal?}}, got {_kind(item)}")
 
 
 def code_path(raw: Any, path: str) -> str:
     """A workspace-relative `/` path; absolute paths and `..` would reach outside the root."""
-    if not isinstance(raw, str) or not raw.strip():
+    text = raw.strip() if isinstance(raw, str) else ""
+    if not text:
         raise RecordError(path, "expected a non-empty path")
-    text = raw.strip()
     if "\\" in text:
         raise RecordError(path, f"paths are '/'-separated, got {raw!r}")
-    if text.startswith(("/", "~")) or _DRIVE.match(text):
+    if text[0] in "/~" or text[1:2] == ":" and text[0] in ascii_letters:  # (a drive: `C:`)
         raise RecordError(path, f"must be relative to the workspace root, got {raw!r}")
-    parts = [p for p in text.split("/") if p not in ("", ".")]
+    parts = text.split("/")
+    if "" not in parts and "." not in parts and ".." not in parts:
+        return text  # already in canonical form
+    parts = [p for p in parts if p not in ("", ".")]
     if ".." in parts:
         raise RecordError(path, f"must not leave the workspace root ('..'), got {raw!r}")
     if not parts:
@@ -343,12 +382,12 @@ def _code(value: Any) -> tuple[CodeTie, ...]:
         where = f"code[{i}]"
         if type(item) is str:
             path, _, symbol = item.partition("::")
-            ties.append(CodeTie(code_path(path, where), symbol.strip() or None))
+            ties.append(_new_tie(code_path(path, where), symbol.strip() or None))
         elif _is_mapping(item):
             symbol = item.get("symbol")
             if symbol is not None and not isinstance(symbol, str):
                 raise RecordError(f"{where}.symbol", f"expected a string, got {_kind(symbol)}")
-            ties.append(CodeTie(code_path(item.get("path"), f"{where}.path"), (symbol or "").strip() or None))
+            ties.append(_new_tie(code_path(item.get("path"), f"{where}.path"), (symbol or "").strip() or None))
         else:
             raise RecordError(where, f"expected \"path\", \"path::Symbol\" or {{path, symbol}}, got {_kind(item)}")
     return tuple(ties)
@@ -357,9 +396,10 @@ def _code(value: Any) -> tuple[CodeTie, ...]:
 def _commit(value: Any) -> str | None:
     if value is None:
         return None
-    if not isinstance(value, str) or not _COMMIT.fullmatch(value.strip()):
+    text = value.strip() if isinstance(value, str) else ""
+    if not _COMMIT.fullmatch(text):
         raise RecordError("commit", f"expected a hex commit of 7 to 40 characters, got {value!r}")
-    return value.strip().lower()
+    return text.lower()
 
 
 def _tags(value: Any) -> tuple[str, ...]:
@@ -367,9 +407,7 @@ def _tags(value: Any) -> tuple[str, ...]:
         return ()
     if not _is_list(value):
         raise RecordError("tags", f"expected a list of strings, got {_kind(value)}")
-    for i, tag in enumerate(value):
-        if type(tag) is not str:
-            raise RecordError(f"tags[{i}]", f"expected a string, got {_kind(tag)}")
+    _check_strings(value, "tags")
     return tuple(value)
 
 
