@@ -160,6 +160,7 @@ def _is_mapping(value: Any) -> bool:
 
 
 def _is_list(value: Any) -> bool:
+    """Checked before `_is_mapping` where either may come: a list fails the ABC check slowly."""
     return type(value) is list or type(value) is tuple
 
 
@@ -284,12 +285,12 @@ def _architecture(value: Any) -> tuple[tuple[str, float], ...]:
     """Components as (name, count) pairs, in input order; canonicalisation belongs to retrieval."""
     if value is None:
         return ()
-    if _is_mapping(value):  # the common case, a string name and an integer count, inline
-        return tuple([(name, float(count)) if type(name) is str and type(count) is int else _component(name, count)
-                      for name, count in value.items()])
     if _is_list(value):
         _check_strings(value, "architecture")
         return tuple([(name, 1.0) for name in value])
+    if _is_mapping(value):  # the common case, a string name and an integer count, inline
+        return tuple([(name, float(count)) if type(name) is str and type(count) is int else _component(name, count)
+                      for name, count in value.items()])
     raise RecordError("architecture", f"expected a list of strings or a map name → count, got {_kind(value)}")
 
 
@@ -322,13 +323,19 @@ def _metric(body: Any, name: Any, where: str | int) -> Metric:
             raise RecordError(f"{_metric_path(where)}.goal",
                               f"expected min or max (or minimize/lower, maximize/higher), got {goal!r}")
         goal = canonical
-    return _new_metric(  # a float, NaN and infinities included, is taken as it is: no path to build
-        name,
-        value if type(value) is float else number(value, f"{_metric_path(where)}.value", non_finite=True),
-        baseline if baseline is None or type(baseline) is float
-        else number(baseline, f"{_metric_path(where)}.baseline", non_finite=True),
-        goal,
-    )
+    return _new_metric(name, _metric_number(value, where, "value"),
+                       None if baseline is None else _metric_number(baseline, where, "baseline"), goal)
+
+
+def _metric_number(value: Any, where: str | int, key: str) -> float:
+    """`number(value, path, non_finite=True)`, its common cases first so that the path is built only
+    for what may be an error."""
+    kind = type(value)
+    if kind is float:
+        return value
+    if kind is int:
+        return float(value)
+    return number(value, f"{_metric_path(where)}.{key}", non_finite=True)
 
 
 def _metric_path(where: str | int) -> str:
@@ -338,11 +345,11 @@ def _metric_path(where: str | int) -> str:
 def _metrics(value: Any) -> tuple[Metric, ...]:
     if value is None:
         return ()
-    if _is_mapping(value):
-        return tuple([_metric(body, name, f"metrics.{name}") for name, body in value.items()])
     if _is_list(value):
         return tuple([_metric(item, item.get("name"), i) if _is_mapping(item) else _not_a_metric(item, i)
                       for i, item in enumerate(value)])
+    if _is_mapping(value):
+        return tuple([_metric(body, name, f"metrics.{name}") for name, body in value.items()])
     raise RecordError("metrics", f"expected a list or a map of metrics, got {_kind(value)}")
 
 
@@ -373,24 +380,28 @@ def code_path(raw: Any, path: str) -> str:
 def _code(value: Any) -> tuple[CodeTie, ...]:
     if value is None:
         return ()
-    if type(value) is str or _is_mapping(value):
-        value = [value]
     if not _is_list(value):
-        raise RecordError("code", f"expected a list of code references, got {_kind(value)}")
-    ties = []
-    for i, item in enumerate(value):
-        where = f"code[{i}]"
-        if type(item) is str:
-            path, _, symbol = item.partition("::")
-            ties.append(_new_tie(code_path(path, where), symbol.strip() or None))
-        elif _is_mapping(item):
-            symbol = item.get("symbol")
-            if symbol is not None and not isinstance(symbol, str):
-                raise RecordError(f"{where}.symbol", f"expected a string, got {_kind(symbol)}")
-            ties.append(_new_tie(code_path(item.get("path"), f"{where}.path"), (symbol or "").strip() or None))
-        else:
-            raise RecordError(where, f"expected \"path\", \"path::Symbol\" or {{path, symbol}}, got {_kind(item)}")
-    return tuple(ties)
+        if type(value) is not str and not _is_mapping(value):
+            raise RecordError("code", f"expected a list of code references, got {_kind(value)}")
+        value = [value]
+    return tuple([_text_tie(item, i) if type(item) is str else _mapped_tie(item, i) for i, item in enumerate(value)])
+
+
+def _text_tie(text: str, i: int) -> CodeTie:
+    """`"path"` or `"path::Qualified.symbol"`."""
+    path, _, symbol = text.partition("::")
+    return _new_tie(code_path(path, f"code[{i}]"), symbol.strip() or None)
+
+
+def _mapped_tie(item: Any, i: int) -> CodeTie:
+    """`{path, symbol?}`; anything else is an error."""
+    where = f"code[{i}]"
+    if not _is_mapping(item):
+        raise RecordError(where, f"expected \"path\", \"path::Symbol\" or {{path, symbol}}, got {_kind(item)}")
+    symbol = item.get("symbol")
+    if symbol is not None and not isinstance(symbol, str):
+        raise RecordError(f"{where}.symbol", f"expected a string, got {_kind(symbol)}")
+    return _new_tie(code_path(item.get("path"), f"{where}.path"), (symbol or "").strip() or None)
 
 
 def _commit(value: Any) -> str | None:
