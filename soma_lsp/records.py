@@ -388,9 +388,20 @@ def _code(value: Any) -> tuple[CodeTie, ...]:
 
 
 def _text_tie(text: str, i: int) -> CodeTie:
-    """`"path"` or `"path::Qualified.symbol"`."""
-    path, _, symbol = text.partition("::")
-    return _new_tie(code_path(path, f"code[{i}]"), symbol.strip() or None)
+    """`"path"` or `"path::Qualified.symbol"`. Memoised: a pool's records point at the same files and
+    symbols over and over, and a CodeTie is immutable, so they can share one (and its strings)."""
+    tie = _TEXT_TIES.get(text)
+    if tie is None:
+        path, _, symbol = text.partition("::")
+        tie = _new_tie(code_path(path, f"code[{i}]"), symbol.strip() or None)
+        if len(_TEXT_TIES) >= _TEXT_TIES_MAX:
+            _TEXT_TIES.clear()
+        _TEXT_TIES[text] = tie
+    return tie
+
+
+_TEXT_TIES: dict[str, CodeTie] = {}
+_TEXT_TIES_MAX = 4096  # distinct texts remembered; beyond that the memo starts over
 
 
 def _mapped_tie(item: Any, i: int) -> CodeTie:

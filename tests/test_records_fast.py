@@ -107,3 +107,15 @@ def test_the_first_problem_in_field_order_is_reported():
     with pytest.raises(RecordError) as caught:
         parse_record(bad)
     assert caught.value.field == "id"
+
+
+def test_code_ties_given_as_text_are_shared_and_still_checked():
+    a = parse_record({"id": "a", "name": "b", "code": ["model/rope.py::Rotary.forward"]})
+    b = parse_record({"id": "c", "name": "d", "code": ["train.py", "model/rope.py::Rotary.forward"]})
+    assert a.code[0] == b.code[1] == CodeTie("model/rope.py", "Rotary.forward")
+    with pytest.raises(RecordError) as caught:
+        parse_record({"id": "a", "name": "b", "code": ["model/rope.py::Rotary.forward", "../x.py"]})
+    assert caught.value.field == "code[1]"
+    many = [f"pkg/m{i}.py::f{i}" for i in range(10_000)]  # more than the memo holds
+    r = parse_record({"id": "a", "name": "b", "code": many + ["./pkg//m1.py::f1 "]})
+    assert r.code[:2] == (CodeTie("pkg/m0.py", "f0"), CodeTie("pkg/m1.py", "f1")) and r.code[-1] == r.code[1]
