@@ -131,7 +131,7 @@ class Record:
         return self.finished_at or self.created_at
 
 
-_STRING = frozenset({str})
+_STR_ONLY = frozenset({str})  # the item types of a list of strings
 _KNOWN = {"id", "name", "status", "created_at", "finished_at", "conclusion", "notes", "architecture",
           "metrics", "code", "commit", "tags", "url", "importance"}
 
@@ -302,7 +302,7 @@ def _component(name: Any, count: Any) -> tuple[str, float]:
 
 def _check_strings(items: list | tuple, path: str) -> None:
     """Raise for the first item that is not a string (the check runs in C; the loop only names it)."""
-    if not _STRING.issuperset(map(type, items)):
+    if not _STR_ONLY.issuperset(map(type, items)):
         for i, item in enumerate(items):
             if type(item) is not str:
                 raise RecordError(f"{path}[{i}]", f"expected a string, got {_kind(item)}")

@@ -26,7 +26,8 @@ def test_a_parsed_record_is_an_ordinary_record():
     expected = Record(
         id="exp-1", name="rope-theta", status=Status.SUCCEEDED,
         created_at=datetime(2026, 3, 1, 12, tzinfo=timezone.utc),
-        finished_at=datetime(2026, 3, 1, 14, 30, tzinfo=timezone(timedelta(hours=2))), headline="diverges", details="at 2k",
+        finished_at=datetime(2026, 3, 1, 14, 30, tzinfo=timezone(timedelta(hours=2))),
+        headline="diverges", details="at 2k",
         notes="warmup too short", architecture=(("Linear", 2.0), ("RMSNorm", 1.5)),
         metrics=(Metric("loss", 2.5, 3.0, "min"), Metric("ppl", math.nan)),
         code=(CodeTie("model/rope.py", "Rotary.forward"), CodeTie("train.py")), commit="abcdef1", tags=("rope",),
