@@ -3,12 +3,15 @@
 import math
 from datetime import datetime, timedelta, timezone
 
+from unittest import mock
+
 import bm25s
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import spec_reference as ref
+from soma_lsp.retrieval import index as index_module
 from soma_lsp.records import parse_record
 from soma_lsp.retrieval import LiveIndex, RetrievalQuery, rank, tokenize
 
@@ -141,3 +144,45 @@ def test_raw_bm25_matches_bm25s_lucene():
         mine = np.array([r.score for r in sorted(ours, key=lambda r: r.record.id)])
         top = theirs.max()
         np.testing.assert_allclose(mine, theirs / top if top > 0 else theirs, rtol=1e-5, atol=1e-7)
+
+
+def _same(a, b):
+    """Two ranked lists agree exactly: ids, scores and components, to the last bit."""
+    assert [(r.record.id, r.score, r.components, r.dead_end) for r in a] == \
+        [(r.record.id, r.score, r.components, r.dead_end) for r in b]
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(pools(), queries, st.integers(1, 6), st.booleans(), st.sampled_from([0.0, 0.3, 0.6]),
+       st.lists(st.integers(0, 40), max_size=6))
+def test_a_cut_ranking_is_the_full_ranking_cut(records, q, limit, relevant_only, min_score, churn):
+    """`rank` with a limit scores approximately and rescores a few slots exactly; it must give the
+    first `limit` of the exact full ranking, also with dead slots left by replaced and removed records."""
+    index = LiveIndex(records)
+    for i in churn:  # replace or remove some records: their old slots stay behind, dead
+        victim = records[i % len(records)]
+        if i % 2:
+            index.update(remove=[victim.id])
+        else:
+            index.update(add=[victim])
+    full = index.rank(_query(q), relevant_only=relevant_only, min_score=min_score)
+    _same(index.rank(_query(q, limit=limit), relevant_only=relevant_only, min_score=min_score), full[:limit])
+    _same(index.score(_query(q), [r.record.id for r in full]), full)
+    with mock.patch.object(index_module, "FEW_SLOTS", 0):  # exact bm25 scattered, not looked up
+        _same(index.rank(_query(q), relevant_only=relevant_only, min_score=min_score), full)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.floats(0, 1), st.sampled_from([0.25, 0.5, -np.inf])), min_size=1, max_size=300),
+       st.integers(1, 12), st.sampled_from([0.0, 1e-6, 0.05]), st.integers(1, 16))
+def test_top_within_keeps_exactly_what_is_within_the_margin(values, limit, margin, blocks):
+    from soma_lsp.retrieval.index import _top_within
+
+    score = np.array(values)
+    finite = np.sort(score[score > -np.inf])
+    got = _top_within(score, limit, margin, blocks=blocks)
+    if finite.size <= limit:
+        assert got.tolist() == np.flatnonzero(score > -np.inf).tolist()
+    else:
+        kth = finite[finite.size - limit]
+        assert got.tolist() == np.flatnonzero(score >= kth - margin).tolist()

@@ -59,3 +59,26 @@ def test_document_terms_are_the_same_bag(text):
 @given(st.text(alphabet="aAbBzZ09_- .xX"))
 def test_document_terms_on_ascii_case_mixes(text):
     assert Counter(document_terms(text)) == Counter(reference_tokenize(text))
+
+
+field_text = st.one_of(st.text(), st.text(alphabet="aAbBzZ09_- .xX\x01é"), st.sampled_from(
+    ["LayerNormFP32 torch.nn", "HTTPServer", "RoPE ALiBi", "Größe ÉcoleNormale", "a\x01b", ""]))
+
+
+@given(st.lists(st.lists(st.tuples(field_text, field_text, field_text, field_text), max_size=6), max_size=3))
+def test_batch_document_counts_are_the_weighted_bag(batches):
+    """DocumentCounter (whole batches in C and numpy) gives each document exactly SPEC 2.2's bag:
+    tokenize(name) ×3 + tokenize(headline) ×2 + tokenize(notes) + tokenize(details), batch after batch."""
+    from soma_lsp.retrieval.documents import DocumentCounter
+
+    vocabulary: dict[str, int] = {}
+    counter = DocumentCounter(vocabulary)
+    for documents in batches:
+        keys, rows, counts = counter.count(documents)
+        term = {key: t for t, key in vocabulary.items()}
+        got = [Counter() for _ in documents]
+        for key, row, tf in zip(keys.tolist(), rows.tolist(), counts.tolist()):
+            got[row][term[key]] = tf
+        want = [Counter(tokenize(n) * 3 + tokenize(h) * 2 + tokenize(o) + tokenize(d)) for n, h, o, d in documents]
+        assert got == want
+        assert list(zip(keys.tolist(), rows.tolist())) == sorted(set(zip(keys.tolist(), rows.tolist())))

@@ -4,22 +4,26 @@ Each record lives in a slot. Per-slot columns (document length, time, importance
 are numpy arrays; terms and components have postings stored in immutable *segments* (CSR arrays, one
 per update batch, small ones merged as they pile up). Removing a record clears its slot's `alive` bit
 and its document frequencies; its postings stay until a compaction drops them. So an update costs what
-its records cost, and a query costs the postings of its terms plus a few passes of vector arithmetic.
+its records cost (a batch's documents are counted at once, `documents.DocumentCounter`), and a query
+costs the postings of its terms plus a few passes of vector arithmetic.
+
+A query with a limit is ranked in two steps (see "ranking" below): every slot scored approximately,
+with a proven error bound, then the few slots that can make the cut scored exactly.
 
 One lock makes `update` atomic for queries: a query sees the pool before or after a batch, never half.
 Writers tokenize and build a batch's postings before taking it, so queries wait only for the commit.
-What a query can reuse — BM25 contributions per (segment, term), per-record weightings per query
-shape, length norms — is kept per *layout* (a counter that moves with every update, merge or
-compaction) and dropped when it moves.
+What a query can reuse — float32 BM25 contributions per (segment, term) or per common term, per-record
+weightings per query shape, length norms — is kept per *layout* (a counter that moves with every
+update, merge or compaction) and dropped when it moves.
 """
 
 from __future__ import annotations
 
 import threading
 from array import array
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import count, filterfalse
 from typing import Any
@@ -30,23 +34,19 @@ from ..gcpause import collector_paused
 from ..records import Record
 from . import terms as T
 from .model import TERMS, RetrievalQuery, ScoreComponents, ScoredRecord
+from .documents import DocumentCounter
 from .tokenize import document_terms, tokenize
 
 SEGMENT_RECORDS = 1 << 17  # bulk loads are cut into segments of this many records (bounds peak memory)
 MERGE_FANOUT = 4  # merge the newest segments once this many of similar size have piled up
 MERGE_MAX = 1 << 22  # postings: segments this big are never merged again (compaction aside)
+DENSE_FRACTION = 4  # a term in ≥ 1/4 of the records is added as a dense vector, not scattered
+FEW_SLOTS = 4096  # exact bm25 of up to this many slots is looked up, not scattered
 WEIGHTINGS_KEPT = 8  # query shapes whose per-record weighting is kept (see `_weighting`)
 
 
 def document_fields(record: Record) -> tuple[str, str, str, str]:
     return (record.name, record.headline or "", record.notes or "", record.details or "")
-
-
-def term_counts(record: Record) -> Counter:
-    """The record's document as term → tf: name ×3, headline ×2, notes and details once (SPEC 2.2)."""
-    name, headline, notes, details = document_fields(record)
-    return Counter(document_terms(name) * 3 + document_terms(headline) * 2 + document_terms(notes)
-                   + document_terms(details))
 
 
 @lru_cache(maxsize=4096)
@@ -66,6 +66,12 @@ class _Segment:
     indptr: np.ndarray
     slots: np.ndarray
     counts: np.ndarray
+    first: int = field(init=False)  # the lowest and highest slot posted here: where a slot's
+    last: int = field(init=False)  # postings may be
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "first", int(self.slots.min(initial=0)))
+        object.__setattr__(self, "last", int(self.slots.max(initial=-1)))
 
     @property
     def size(self) -> int:
@@ -77,10 +83,29 @@ class _Segment:
         start, end = self.indptr[key], self.indptr[key + 1]
         return (self.slots[start:end], self.counts[start:end]) if end > start else None
 
+    def counts_at(self, keys: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        """tf[i, j] of key i at slot j (0 where absent): one binary search per pair, all pairs at once
+        (each key's slots are ascending)."""
+        known = keys + 1 < self.indptr.size
+        first = np.where(known, self.indptr[np.minimum(keys, self.indptr.size - 2)], 0)
+        lo = np.repeat(first[:, None], slots.size, axis=1)
+        end = np.repeat(np.where(known, self.indptr[np.minimum(keys + 1, self.indptr.size - 1)], 0)[:, None],
+                        slots.size, axis=1)
+        hi, target, top = end.copy(), slots[None, :], max(self.slots.size - 1, 0)
+        for _ in range(int((end - lo).max(initial=0)).bit_length()):
+            mid = (lo + hi) >> 1
+            below = self.slots[np.minimum(mid, top)] < target
+            open_ = lo < hi
+            lo = np.where(open_ & below, mid + 1, lo)
+            hi = np.where(open_ & ~below, mid, hi)
+        at = np.minimum(lo, top)
+        found = (lo < end) & (self.slots[at] == target) if self.slots.size else np.zeros(lo.shape, bool)
+        return np.where(found, self.counts[at] if self.slots.size else 0, 0)
+
     @classmethod
     def build(cls, keys: np.ndarray, slots: np.ndarray, counts: np.ndarray, n_keys: int) -> "_Segment":
         """CSR by key from (key, slot, count) triples; (key, slot) pairs must be unique."""
-        order = np.argsort(keys)
+        order = np.argsort(keys, kind="stable")  # slots stay ascending per key (`_bm25_at` bisects)
         indptr = np.zeros(n_keys + 1, dtype=np.int64)
         np.cumsum(np.bincount(keys, minlength=n_keys), out=indptr[1:])
         return cls(indptr, slots[order].astype(np.int32), counts[order].astype(np.float32))
@@ -120,11 +145,14 @@ class _Postings:
             keys.extend(map(vocabulary.__getitem__, bag))
             counts.extend(bag.values())
             lengths.append(len(bag))
-        n_keys = len(vocabulary)
-        key_array = np.frombuffer(keys, dtype=np.int64)
         slots = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
-        segment = _Segment.build(key_array, slots, np.frombuffer(counts, dtype=np.float64), n_keys) if keys else None
-        return _Prepared(segment, np.bincount(key_array, minlength=n_keys))
+        return self.prepared(np.frombuffer(keys, dtype=np.int64), slots, np.frombuffer(counts, dtype=np.float64))
+
+    def prepared(self, keys: np.ndarray, slots: np.ndarray, counts: np.ndarray) -> "_Prepared":
+        """A batch's postings from (key, slot 0..k-1, count) triples, one per distinct (key, slot)."""
+        n_keys = len(self.vocabulary)
+        segment = _Segment.build(keys, slots, counts, n_keys) if keys.size else None
+        return _Prepared(segment, np.bincount(keys, minlength=n_keys))
 
     def commit(self, prepared: "_Prepared", first_slot: int) -> None:
         """Make a prepared batch visible, its slots starting at `first_slot`."""
@@ -136,11 +164,12 @@ class _Postings:
             s = prepared.segment
             self.segments.append(_Segment(s.indptr, s.slots + np.int32(first_slot), s.counts))
 
-    def forget(self, bags: Iterable[Mapping[str, float]]) -> None:
-        """Removed records no longer count in document frequencies."""
-        for bag in bags:
-            for name in bag:
-                self.doc_freq[self.vocabulary[name]] -= 1
+    def forget(self, keys: np.ndarray) -> None:
+        """Removed records no longer count in document frequencies (`keys`: one per record and key)."""
+        self.doc_freq -= np.bincount(keys, minlength=self.doc_freq.size)
+
+    def keys_of(self, bags: Iterable[Mapping[str, float]]) -> np.ndarray:
+        return np.fromiter((self.vocabulary[name] for bag in bags for name in bag), dtype=np.int64)
 
     def lookup(self, key: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         for segment in self.segments:
@@ -183,36 +212,66 @@ class _Batch:
 
 
 class _Contributions:
-    """A query term's BM25 contribution per posting, idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl)),
-    kept per (segment, term) while the index layout (and so N, n_t and avgdl) stands: a term asked
-    again costs one scatter-add instead of gathering every posting's length norm. Least recently
-    used pairs go once `budget` postings are held. Used under the index's read lock."""
+    """Float32 BM25 contributions, idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl)), for the
+    approximate first pass of `rank`, kept while the index layout (and so N, n_t and avgdl) stands:
+    per (segment, term) for most terms, and as one dense vector over all slots for a term in at least
+    half the records (adding a dense vector costs far less than scattering that many postings). Least
+    recently used entries go once `budget` bytes are held. Used under the index's read lock."""
 
-    def __init__(self, budget: int = 1 << 25) -> None:
+    def __init__(self, budget: int = 1 << 29) -> None:
         self.budget = budget
         self.layout = -1
-        self.parts: OrderedDict[tuple[_Segment, int], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self.parts: OrderedDict[tuple, Any] = OrderedDict()
         self.held = 0
 
-    def get(self, layout: int, segment: _Segment, key: int, idf_t: float,
-            norm: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-        """(slots, contributions) of this term in this segment, or None when it has no postings there."""
+    def _lookup(self, layout: int, key: tuple) -> Any:
         if layout != self.layout:
             self.parts.clear()
             self.layout, self.held = layout, 0
-        found = self.parts.get((segment, key))
+        found = self.parts.get(key)
         if found is not None:
-            self.parts.move_to_end((segment, key))
+            self.parts.move_to_end(key)
+        return found
+
+    def _keep(self, key: tuple, value: Any, nbytes: int) -> Any:
+        self.parts[key] = value
+        self.held += nbytes
+        while self.held > self.budget and len(self.parts) > 1:
+            _, old = self.parts.popitem(last=False)
+            self.held -= (old[1] if isinstance(old, tuple) else old).nbytes
+        return value
+
+    def sparse(self, layout: int, segment: _Segment, key: int, idf_t: float,
+               norm: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """(slots, contributions) of this term in this segment, or None when it has no postings there."""
+        found = self._lookup(layout, (segment, key))
+        if found is not None:
             return found
         postings = segment.postings(key)
         if postings is None:
             return None
         slots, tf = postings
-        found = self.parts[(segment, key)] = (slots, idf_t * T.tf_part(tf.astype(np.float64), norm[slots]))
-        self.held += slots.size
-        while self.held > self.budget:
-            self.held -= self.parts.popitem(last=False)[1][0].size
-        return found
+        part = _contribution(idf_t, tf, norm[slots]).astype(np.float32)
+        return self._keep((segment, key), (slots, part), part.nbytes)
+
+    def dense(self, layout: int, segments: Sequence[_Segment], key: int, idf_t: float,
+              norm: np.ndarray) -> np.ndarray:
+        """This term's contribution at every slot (0 where it does not occur)."""
+        found = self._lookup(layout, ("dense", key))
+        if found is not None:
+            return found
+        vector = np.zeros(norm.size, dtype=np.float32)
+        for segment in segments:  # a slot's postings live in exactly one segment
+            postings = segment.postings(key)
+            if postings is not None:
+                slots, tf = postings
+                vector[slots] = _contribution(idf_t, tf, norm[slots])
+        return self._keep(("dense", key), vector, vector.nbytes)
+
+
+def _contribution(idf_t: float, tf: np.ndarray, norm: np.ndarray) -> np.ndarray:
+    """idf(t) · tf_part: one term's BM25 contribution per posting, in float64."""
+    return idf_t * T.tf_part(tf.astype(np.float64), norm)
 
 
 class _Columns:
@@ -252,13 +311,13 @@ class LiveIndex:
         self._slot_records: list[Record | None] = []
         self._slot_of: dict[str, int] = {}
         self._terms = _Postings()
+        self._documents = DocumentCounter(self._terms.vocabulary)  # writers only
         self._components = _Postings()
         self._ties: dict[str, set[str]] = {}
         self._total_dl = 0.0
         self._dead_slots = 0
-        self._norm_cache: tuple[int, np.ndarray] | None = None
-        self._weightings: dict[tuple, dict] = {}  # query shape → `_weighting` result, for one layout
-        self._weightings_layout = -1
+        self._layout_cache: dict[Any, Any] = {}  # what queries reuse while the layout stands
+        self._cache_layout = -1
         self._contributions = _Contributions()
         self.version = 0  # one step per update
         self._layout = 0  # one step per update or change of segments/slots: what query caches key on
@@ -299,36 +358,37 @@ class LiveIndex:
             gone = [self._slot_records[self._slot_of[i]]
                     for i in dict.fromkeys([*remove, *latest]) if i in self._slot_of]
             with collector_paused():
-                forgotten = ([term_counts(r) for r in gone], [T.component_bag(r.architecture) for r in gone])
+                forgotten = (self._documents.count([document_fields(r) for r in gone])[0],
+                             self._components.keys_of(T.component_bag(r.architecture) for r in gone))
                 new = list(latest.values())
                 batches = [self._prepare(new[i:i + SEGMENT_RECORDS]) for i in range(0, len(new), SEGMENT_RECORDS)]
             with self._lock:
                 self._remove(gone, *forgotten)
                 for batch in batches:
                     self._commit(batch)
-                self._norm_cache = None
                 self.version += 1
                 self._layout += 1
             self._tidy()
 
     def _prepare(self, records: list[Record]) -> _Batch:
-        term_bags = [term_counts(r) for r in records]
+        keys, slots, counts = self._documents.count([document_fields(r) for r in records])
         component_bags = [T.component_bag(r.architecture) for r in records]
         columns = {
-            "dl": [bag.total() for bag in term_bags],
+            "dl": np.bincount(slots, weights=counts, minlength=len(records)),
             "time": [T.epoch_seconds(r.time) if r.time else np.nan for r in records],
             "importance": [T.importance(r) for r in records],
             "arch_total": [sum(bag.values()) for bag in component_bags],
             "dead_end": [T.is_dead_end(r) for r in records],
         }
-        return _Batch(records, columns, self._terms.prepare(term_bags), self._components.prepare(component_bags))
+        return _Batch(records, columns, self._terms.prepared(keys, slots, counts),
+                      self._components.prepare(component_bags))
 
-    def _remove(self, records: list[Record], term_bags: list[Counter], component_bags: list[dict]) -> None:
+    def _remove(self, records: list[Record], term_keys: np.ndarray, component_keys: np.ndarray) -> None:
         if not records:
             return
         slots = [self._slot_of.pop(r.id) for r in records]
-        self._terms.forget(term_bags)
-        self._components.forget(component_bags)
+        self._terms.forget(term_keys)
+        self._components.forget(component_keys)
         for record in records:
             for tie in record.code:
                 ids = self._ties.get(tie.path)
@@ -355,7 +415,7 @@ class LiveIndex:
         columns.alive[slots] = True
         for name, values in batch.columns.items():
             getattr(columns, name)[slots] = values
-        self._total_dl += float(sum(batch.columns["dl"]))
+        self._total_dl += float(np.sum(batch.columns["dl"]))
         self._terms.commit(batch.terms, first)
         self._components.commit(batch.components, first)
 
@@ -372,7 +432,6 @@ class LiveIndex:
             self._terms.segments, self._components.segments = terms, components
             if compact:
                 self._compact_slots()
-            self._norm_cache = None  # slots may be renumbered; cached contributions name old segments
             self._layout += 1
 
     def _compact_slots(self) -> None:
@@ -394,75 +453,236 @@ class LiveIndex:
         self._dead_slots = 0
 
     # -- ranking ------------------------------------------------------------------------------
+    #
+    # A ranked query needs every record's score only to find the top few. So `rank` first scores
+    # every slot approximately — BM25 summed in float32 from cached float32 contributions, the other
+    # terms exact — with a proven bound on the error, keeps the slots that could be in the top
+    # `limit` within that bound, and computes their components and scores exactly (float64, the
+    # same arithmetic as the full pass `limit=None` takes, so both agree to the last bit).
 
     def rank(self, query: RetrievalQuery, *, relevant_only: bool = False,
              min_score: float = 0.0) -> list[ScoredRecord]:
         """SPEC 2.6: best first, exact ties by id, cut at `query.limit`. `relevant_only` keeps only
         records with lexical > 0 or structural > 0 (SPEC 3's gate); `min_score` drops lower scores."""
         with self._lock:
-            columns = self._scores(query)
-            score = columns["score"]
-            keep = self._columns.view("alive").copy()
+            q = self._resolve(query)
+            if query.limit == 0:
+                return []
+            bm25, shared = self._approximate(q), self._shared_components(q)
+            if query.limit is None:
+                slots = np.flatnonzero(self._columns.view("alive"))
+            else:
+                slots = self._candidates(q, query.limit, relevant_only, bm25, shared)
+            exact = self._exact(q, slots, bm25, shared)
+            keep = np.ones(slots.size, dtype=bool)
             if relevant_only:
-                keep &= (columns["lexical"] > 0) | (columns["structural"] > 0)
+                keep &= (exact["lexical"] > 0) | (exact["structural"] > 0)
             if min_score > 0:
-                keep &= score >= min_score
-            slots = self._top(score, np.flatnonzero(keep), query.limit)
-            return [self._scored(slot, columns, query) for slot in slots]
+                keep &= exact["score"] >= min_score
+            order = self._ordered(exact, np.flatnonzero(keep))
+            return [self._scored(exact, i, q) for i in order[:query.limit]]
 
     def score(self, query: RetrievalQuery, record_ids: Iterable[str]) -> list[ScoredRecord]:
         """The scores `rank` would give these records (unknown ids are skipped), in the order given."""
         with self._lock:
-            slots = [self._slot_of[i] for i in record_ids if i in self._slot_of]
-            if not slots:
+            slots = np.array([self._slot_of[i] for i in record_ids if i in self._slot_of], dtype=np.int64)
+            if not slots.size:
                 return []
-            columns = self._scores(query)
-            return [self._scored(slot, columns, query) for slot in slots]
+            q = self._resolve(query)
+            exact = self._exact(q, slots, self._approximate(q), self._shared_components(q))
+            return [self._scored(exact, i, q) for i in range(slots.size)]
+
+    def _resolve(self, query: RetrievalQuery) -> "_Query":
+        terms = _query_terms(query.text)
+        keys, key_terms, df = [], [], self._terms.doc_freq
+        for term in terms:
+            key = self._terms.key(term)
+            if key is not None and df[key] > 0:
+                keys.append(key)
+                key_terms.append(term)
+        key_array = np.array(keys, dtype=np.int64)
+        bag = T.component_bag(query.architecture)
+        total = float(sum(bag.values()))
+        return _Query(
+            terms=terms, keys=key_array, key_terms=key_terms, idf=T.idf(len(self._slot_of), df[key_array]).tolist(),
+            bag=bag, bag_total=total, now=None if query.now is None else T.epoch_seconds(query.now),
+            half_life_days=query.half_life_days,
+            weighting=self._weighting(query, bool(terms), total > 0))
+
+    def _per_layout(self) -> dict[Any, Any]:
+        """Query caches valid while the layout stands (slots, segments, N and avgdl unchanged)."""
+        if self._cache_layout != self._layout:
+            self._layout_cache = {}
+            self._cache_layout = self._layout
+        return self._layout_cache
 
     def _length_norm(self) -> np.ndarray:
-        n = len(self._slot_of)
-        if self._norm_cache is None or self._norm_cache[0] != self._layout:
+        cache = self._per_layout()
+        if "norm" not in cache:
+            n = len(self._slot_of)
             avgdl = self._total_dl / n if n else 0.0
             dl = self._columns.view("dl")
-            norm = T.length_norm(dl, avgdl) if avgdl > 0 else np.full(dl.shape, T.K1)
-            self._norm_cache = (self._layout, norm)
-        return self._norm_cache[1]
+            cache["norm"] = T.length_norm(dl, avgdl) if avgdl > 0 else np.full(dl.shape, T.K1)
+        return cache["norm"]
 
-    def _bm25(self, query_terms: Sequence[str]) -> np.ndarray:
-        n = len(self._slot_of)
+    # exact --------------------------------------------------------------------------------------
+
+    def _bm25_at(self, q: "_Query", slots: np.ndarray) -> np.ndarray:
+        """Exact bm25 of these (sorted, distinct) slots, summed term by term in query order: a few
+        slots are looked up in the postings of the segments that may hold them, many are scattered
+        from all postings — the same arithmetic either way."""
         norm = self._length_norm()
-        bm25 = np.zeros(self._columns.size)
-        for term in query_terms:
-            key = self._terms.key(term)
-            if key is None or self._terms.doc_freq[key] == 0:
+        if slots.size > FEW_SLOTS:
+            bm25 = np.zeros(self._columns.size)
+            for key, idf_t in zip(q.keys.tolist(), q.idf):
+                for posted, tf in self._terms.lookup(key):
+                    bm25[posted] += _contribution(idf_t, tf, norm[posted])  # distinct within a segment
+            return bm25[slots]
+        bm25 = np.zeros(slots.size)
+        idf = np.asarray(q.idf)[:, None]
+        for segment in self._terms.segments:  # a slot's postings are all in one segment
+            start, end = np.searchsorted(slots, (segment.first, segment.last + 1)).tolist()
+            if start == end:
                 continue
-            idf_t = T.idf(n, self._terms.doc_freq[key])
-            for segment in self._terms.segments:
-                found = self._contributions.get(self._layout, segment, key, idf_t, norm)
-                if found is not None:
-                    np.add.at(bm25, *found)  # slots are distinct within a segment's postings
+            inside = slots[start:end]
+            tf = segment.counts_at(q.keys, inside).astype(np.float64)
+            for row in idf * T.tf_part(tf, norm[inside]):  # term by term; 0.0 where a term is absent
+                bm25[start:end] += row
         return bm25
 
-    def _shared_components(self, query_bag: Mapping[str, float]) -> np.ndarray:
+    def _shared_components(self, q: "_Query") -> np.ndarray | None:
+        """Σ_c min(q_c, r_c) at every slot (exact), or None when the query has no architecture."""
+        if q.bag_total == 0:
+            return None
         shared = np.zeros(self._columns.size)
-        for name, q_count in query_bag.items():
+        for name, q_count in q.bag.items():
             key = self._components.key(name)
-            if key is None:
-                continue
-            for slots, counts in self._components.lookup(key):
-                shared[slots] += np.minimum(q_count, counts.astype(np.float64))
+            if key is not None:
+                for slots, counts in self._components.lookup(key):
+                    np.add.at(shared, slots, np.minimum(q_count, counts.astype(np.float64)))
         return shared
+
+    def _exact(self, q: "_Query", slots: np.ndarray, approximate: "_Approximate | None",
+               shared: np.ndarray | None) -> dict[str, Any]:
+        """Exact components and scores of these slots. The lexical max is exact too: only slots whose
+        approximate bm25 is within 2ε of the approximate max can hold it, and those are looked up."""
+        bm25, max_bm25 = np.zeros(slots.size), 0.0
+        if approximate is not None:
+            # the true max's slot has approximate ≥ max·(1 − ε) ≥ (approximate max)·(1 − 2ε)
+            contenders = np.flatnonzero(approximate.bm25 >= approximate.top * (1 - 2 * approximate.error))
+            contenders = contenders[self._columns.alive[contenders]]
+            both = np.union1d(contenders, slots)
+            exact = self._bm25_at(q, both)
+            bm25, max_bm25 = exact[np.searchsorted(both, slots)], float(exact.max(initial=0.0))
+        return self._components_of(q, slots, bm25, max_bm25, shared)
+
+    def _components_of(self, q: "_Query", slots: np.ndarray, bm25: np.ndarray, max_bm25: float,
+                       shared: np.ndarray | None) -> dict[str, Any]:
+        """Each slot's components and score, Σ w'_i·c_i summed term by term in SPEC order (a term
+        that does not apply has w' = 0 and value 0, which adds exactly nothing)."""
+        columns, w = self._columns, q.weighting
+        e_lexical, e_structural, e_recency = (e[slots] for e in w["effective"])
+        lexical = T.lexical(bm25, max_bm25)
+        score = e_lexical * lexical
+        structural = np.zeros(slots.size)
+        structural_applies = w["structural_applies"][slots]
+        if shared is not None:
+            # Σ q + Σ r − Σ min ≥ Σ q > 0: every Jaccard is defined; records without an
+            # architecture (the term does not apply) keep 0.
+            np.copyto(structural, T.structural(shared[slots], q.bag_total, columns.arch_total[slots]),
+                      where=structural_applies)
+            score += e_structural * structural
+        recency = None
+        if q.now is not None:
+            recency = w["recency_base"][slots] * T.decay_factor(w["t_ref"], q.now, q.half_life_days)
+            np.copyto(recency, 1.0, where=columns.time[slots] >= q.now)  # from the future: 1.0
+            score += e_recency * recency
+        score += w["importance"][slots]
+        return {"slots": slots, "score": score, "lexical": lexical, "structural": structural,
+                "recency": recency, "structural_applies": structural_applies,
+                "recency_applies": w["recency_applies"][slots], "classes": w["classes"][slots]}
+
+    # approximate --------------------------------------------------------------------------------
+
+    def _approximate(self, q: "_Query") -> "_Approximate | None":
+        """bm25 of every slot in float32 (None when no query term occurs in the pool).
+
+        Each of the n contributions is rounded to float32 once and added once in float32, each step
+        off by at most u = 2⁻²⁴ relative on sums of positive values, so (2n + 1)·u bounds the
+        relative error; ε is twice that, for safety."""
+        if not q.keys.size:
+            return None
+        bm25 = np.zeros(self._columns.size, dtype=np.float32)
+        norm, n = self._length_norm(), len(self._slot_of)
+        df = self._terms.doc_freq
+        for key, idf_t in zip(q.keys.tolist(), q.idf):
+            if DENSE_FRACTION * df[key] >= n:
+                bm25 += self._contributions.dense(self._layout, self._terms.segments, key, idf_t, norm)
+                continue
+            for segment in self._terms.segments:
+                found = self._contributions.sparse(self._layout, segment, key, idf_t, norm)
+                if found is not None:
+                    np.add.at(bm25, *found)
+        top = float(bm25.max() if self._dead().size == 0 else
+                    np.max(bm25, where=self._columns.view("alive"), initial=0.0))
+        return _Approximate(bm25, top, 2 * (2 * q.keys.size + 1) * 2.0 ** -24)
+
+    def _candidates(self, q: "_Query", limit: int, relevant_only: bool, approximate: "_Approximate | None",
+                    shared: np.ndarray | None) -> np.ndarray:
+        """Slots that may be among the top `limit` (sorted): every approximate score is within δ of
+        the exact one, so a slot 2δ below the limit-th best approximate score cannot be."""
+        columns, w = self._columns, q.weighting
+        delta = 1e-9  # float64 rounding of the terms computed exactly
+        if q.now is not None:
+            factor = T.decay_factor(w["t_ref"], q.now, q.half_life_days)
+            score = w["recency_weighted"] * factor
+            order, times = self._by_time()
+            future = order[np.searchsorted(times, q.now):]  # recency 1.0, not the decayed value
+            score[future] = w["effective"][2][future]
+            score += w["importance"]
+        else:
+            score = w["importance"].copy()
+        if approximate is not None:
+            lexical = w["effective"][0] * approximate.bm25
+            lexical *= 1.0 / approximate.top
+            score += lexical
+            delta += 3 * approximate.error  # a ratio of two values each within ε, times w' ≤ 1
+        if shared is not None:
+            structural = T.structural(shared, q.bag_total, columns.view("arch_total"))
+            structural *= w["effective"][1]
+            score += structural
+        score[self._dead()] = -np.inf
+        if relevant_only:
+            relevant = (approximate.bm25 > 0) if approximate is not None else np.zeros(columns.size, bool)
+            if shared is not None:
+                relevant |= shared > 0
+            score[~relevant] = -np.inf
+        return _top_within(score, limit, 2 * delta)
+
+    def _by_time(self) -> tuple[np.ndarray, np.ndarray]:
+        """Timed slots in time order, and their times (per layout)."""
+        cache = self._per_layout()
+        if "by_time" not in cache:
+            time = self._columns.view("time")
+            order = np.argsort(time, kind="stable")
+            order = order[~np.isnan(time[order])]
+            cache["by_time"] = (order, time[order])
+        return cache["by_time"]
+
+    def _dead(self) -> np.ndarray:
+        cache = self._per_layout()
+        if "dead" not in cache:
+            cache["dead"] = np.flatnonzero(~self._columns.view("alive"))
+        return cache["dead"]
 
     def _weighting(self, query: RetrievalQuery, lexical_applies: bool, query_has_architecture: bool) -> dict:
         """What a query's score needs besides its lexical and structural values, per record: the
         effective weights (one row per applicability class), w'·importance and recency's per-record
         base. It depends only on the index layout and the query's shape, so it is kept between queries."""
-        if self._weightings_layout != self._layout:
-            self._weightings.clear()
-            self._weightings_layout = self._layout
+        weightings = self._per_layout().setdefault("weightings", {})  # query shape → weighting
         key = (lexical_applies, query_has_architecture, query.now is not None, query.weights, query.half_life_days)
-        if key in self._weightings:
-            return self._weightings[key]
+        if key in weightings:
+            return weightings[key]
         columns = self._columns
         time = columns.view("time")
         has_time = ~np.isnan(time)
@@ -473,81 +693,85 @@ class LiveIndex:
         table = T.effective_weights(weights, applies)
         classes = structural_applies.astype(np.intp) * 2 + recency_applies
         t_ref = float(time[has_time].max()) if has_time.any() else 0.0
+        effective = [table[:, term][classes] for term in range(3)]
+        recency_base = np.where(has_time, T.decay_base(np.nan_to_num(time, nan=t_ref), t_ref,
+                                                       query.half_life_days), 0.0)
         weighting = {
             "table": table, "classes": classes, "t_ref": t_ref,
             "structural_applies": structural_applies, "recency_applies": recency_applies,
-            "effective": [table[:, term][classes] for term in range(3)],
-            "importance": table[:, 3][classes] * columns.view("importance"),
-            "recency_base": np.where(has_time, T.decay_base(np.nan_to_num(time, nan=t_ref), t_ref,
-                                                            query.half_life_days), 0.0),
+            "effective": effective, "importance": table[:, 3][classes] * columns.view("importance"),
+            "recency_base": recency_base, "recency_weighted": effective[2] * recency_base,
         }
-        if len(self._weightings) >= WEIGHTINGS_KEPT:  # a handful of query shapes alternate (with or
-            self._weightings.pop(next(iter(self._weightings)))  # without architecture, …): keep them all
-        self._weightings[key] = weighting
+        if len(weightings) >= WEIGHTINGS_KEPT:  # a handful of query shapes alternate (with or
+            weightings.pop(next(iter(weightings)))  # without architecture, …): keep them all
+        weightings[key] = weighting
         return weighting
 
-    def _scores(self, query: RetrievalQuery) -> dict[str, Any]:
-        """Every slot's components and score for this query (dead slots hold garbage).
+    def _ordered(self, exact: Mapping[str, Any], rows: np.ndarray) -> list[int]:
+        """Rows by score descending, then record id ascending."""
+        records, slots, score = self._slot_records, exact["slots"], exact["score"]
+        return sorted(rows.tolist(), key=lambda i: (-score[i], records[slots[i]].id))
 
-        The score is the spec's Σ w'_i·c_i, summed term by term in SPEC order; a term that does not
-        apply to a record has w' = 0 and value 0 there, which adds exactly nothing."""
-        columns = self._columns
-        query_terms = _query_terms(query.text)
-        query_bag = T.component_bag(query.architecture)
-        query_total = float(sum(query_bag.values()))
-        lexical_applies = bool(query_terms)
-        w = self._weighting(query, lexical_applies, query_total > 0)
-        e_lexical, e_structural, e_recency = w["effective"]
-
-        bm25 = self._bm25(query_terms)
-        lexical = T.lexical(bm25, float(np.max(bm25, where=columns.view("alive"), initial=0.0)))
-        score = e_lexical * lexical
-
-        structural = np.zeros(columns.size)
-        if query_total > 0:
-            shared = self._shared_components(query_bag)
-            # Σ q + Σ r − Σ min ≥ Σ q > 0: every record's Jaccard is defined; those without an
-            # architecture (the term does not apply) keep 0.
-            np.copyto(structural, T.structural(shared, query_total, columns.view("arch_total")),
-                      where=w["structural_applies"])
-            score += e_structural * structural
-
-        recency = None
-        if query.now is not None:
-            now = T.epoch_seconds(query.now)
-            recency = w["recency_base"] * T.decay_factor(w["t_ref"], now, query.half_life_days)
-            np.copyto(recency, 1.0, where=columns.view("time") >= now)  # from the future: 1.0
-            score += e_recency * recency
-        score += w["importance"]
-        return {"score": score, "lexical": lexical, "structural": structural, "recency": recency,
-                "lexical_applies": lexical_applies, "query_terms": query_terms, "query_bag": query_bag, **w}
-
-    def _top(self, score: np.ndarray, candidates: np.ndarray, limit: int | None) -> list[int]:
-        """Candidate slots by score descending, then id ascending, the first `limit` of them."""
-        if limit is not None and candidates.size > limit:
-            if limit == 0:
-                return []
-            kth = np.partition(score[candidates], candidates.size - limit)[candidates.size - limit]
-            candidates = candidates[score[candidates] >= kth]
-        records = self._slot_records
-        ordered = sorted(zip((-score[candidates]).tolist(), candidates.tolist()),
-                         key=lambda pair: (pair[0], records[pair[1]].id))
-        return [slot for _, slot in (ordered if limit is None else ordered[:limit])]
-
-    def _scored(self, slot: int, columns: Mapping, query: RetrievalQuery) -> ScoredRecord:
+    def _scored(self, exact: Mapping[str, Any], i: int, q: "_Query") -> ScoredRecord:
+        slot = int(exact["slots"][i])
         record = self._slot_records[slot]
-        effective = columns["table"][columns["classes"][slot]]
-        structural_applies = bool(columns["structural_applies"][slot])
+        effective = q.weighting["table"][exact["classes"][i]]
         document = _document_terms(record)
         record_bag = T.component_bag(record.architecture)
         components = ScoreComponents(
-            lexical=float(columns["lexical"][slot]) if columns["lexical_applies"] else None,
-            structural=float(columns["structural"][slot]) if structural_applies else None,
-            recency=float(columns["recency"][slot]) if columns["recency_applies"][slot] else None,
+            lexical=float(exact["lexical"][i]) if q.terms else None,
+            structural=float(exact["structural"][i]) if exact["structural_applies"][i] else None,
+            recency=float(exact["recency"][i]) if exact["recency_applies"][i] else None,
             importance=float(self._columns.importance[slot]),
             weights=dict(zip(TERMS, effective.tolist())),
-            matched_terms=tuple(t for t in columns["query_terms"] if t in document),
-            shared_components=tuple(sorted(set(columns["query_bag"]) & set(record_bag))),
+            matched_terms=tuple(t for t in q.terms if t in document),
+            shared_components=tuple(sorted(set(q.bag) & set(record_bag))),
         )
-        return ScoredRecord(record, float(columns["score"][slot]), components,
+        return ScoredRecord(record, float(exact["score"][i]), components,
                             dead_end=bool(self._columns.dead_end[slot]))
+
+
+@dataclass(frozen=True, slots=True)
+class _Query:
+    """A query resolved against the index: its terms, the keys and idf of those the pool has, its
+    architecture bag, `now` in epoch seconds, and its per-record weighting."""
+
+    terms: list[str]
+    keys: np.ndarray
+    key_terms: list[str]
+    idf: list[float]
+    bag: dict[str, float]
+    bag_total: float
+    now: float | None
+    half_life_days: float
+    weighting: dict
+
+
+@dataclass(frozen=True, slots=True)
+class _Approximate:
+    """Every slot's bm25 in float32, within a relative `error` of the exact value; `top` is the
+    largest over live slots."""
+
+    bm25: np.ndarray
+    top: float
+    error: float
+
+
+def _top_within(score: np.ndarray, limit: int, margin: float, blocks: int = 1024) -> np.ndarray:
+    """Sorted indices whose score is within `margin` of the limit-th best finite score, or above it
+    (all finite ones when there are at most `limit`).
+
+    The limit-th best is at least the limit-th best of block maxima (limit blocks each hold a value
+    that high), so one cheap pass over block maxima narrows the search before the exact partition."""
+    n_blocks = max(limit, blocks)
+    if score.size > 4 * n_blocks:
+        starts = np.linspace(0, score.size, n_blocks, endpoint=False).astype(np.int64)
+        floor = np.partition(np.maximum.reduceat(score, starts), n_blocks - limit)[n_blocks - limit]
+        pool = np.flatnonzero(score >= floor - margin if floor > -np.inf else score > -np.inf)
+    else:
+        pool = np.flatnonzero(score > -np.inf)
+    if pool.size <= limit:
+        return pool
+    values = score[pool]
+    kth = np.partition(values, pool.size - limit)[pool.size - limit]
+    return pool[values >= kth - margin]

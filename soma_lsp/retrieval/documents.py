@@ -1,0 +1,104 @@
+"""Term counts of many records' documents at once, for building the index's postings.
+
+SPEC 2.2's document is name ×3, headline ×2, notes and details once; its terms are SPEC 2.1's. Per
+record in Python that is a Counter and a few lists per record; here each field of a whole batch is
+one string split in C, every run (as written) is mapped to an id through a dictionary that grows by
+the runs not seen before — only those are tokenized, once — and the (term, record) pairs are counted
+in numpy. The result is exactly the bag `tokenize` gives each field, weighted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .tokenize import _ASCII_SEPARATORS, _RUN, tokenize
+
+FIELD_WEIGHTS = (3, 2, 1, 1)  # name, headline, notes, details (SPEC 2.2)
+_MARK = "\x01"  # between two records' texts; kept (not a separator) so that it splits off as a token
+_SEPARATORS_BUT_MARK = {c: s for c, s in _ASCII_SEPARATORS.items() if c != ord(_MARK)}
+
+
+class _RunIds(dict):
+    """Run as written → id; an unseen run gets the next id and its terms are recorded."""
+
+    def __init__(self, vocabulary: dict[str, int]) -> None:
+        super().__init__({_MARK: 0})
+        self.vocabulary = vocabulary  # term → key, shared with the postings (new terms get new keys)
+        # per run id: the key of its first term (-1 for the mark), and where its other terms (those
+        # of a run that splits) sit in `others` and how many there are
+        self.first: list[int] = [-1]
+        self.others_start: list[int] = [0]
+        self.others_count: list[int] = [0]
+        self.others: list[int] = []
+
+    def __missing__(self, run: str) -> int:
+        keys = [self.vocabulary.setdefault(term, len(self.vocabulary)) for term in tokenize(run)]
+        self.first.append(keys[0])
+        self.others_start.append(len(self.others))
+        self.others_count.append(len(keys) - 1)
+        self.others.extend(keys[1:])
+        run_id = self[run] = len(self)
+        return run_id
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return tuple(np.asarray(a, dtype=np.int64)
+                     for a in (self.first, self.others_start, self.others_count, self.others))
+
+
+class DocumentCounter:
+    """Counts the weighted terms of batches of documents; keys come from (and extend) `vocabulary`."""
+
+    def __init__(self, vocabulary: dict[str, int]) -> None:
+        self._runs = _RunIds(vocabulary)
+
+    def count(self, documents: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(keys, rows, counts) for documents given as (name, headline, notes, details): one triple per
+        distinct (term, document), sorted by key and then row; counts are the weighted tf."""
+        n = len(documents)
+        fields = [self._field_runs([d[field] for d in documents]) for field in range(len(FIELD_WEIGHTS))]
+        expansion = self._runs.arrays()
+        codes = []
+        for (run_ids, rows), weight in zip(fields, FIELD_WEIGHTS):
+            keys, rows = _terms(run_ids, rows, *expansion)
+            codes.extend([keys * n + rows] * weight)
+        code = np.concatenate(codes)
+        code.sort()
+        starts = np.flatnonzero(np.concatenate((code[:1] == code[:1], code[1:] != code[:-1])))
+        counts = np.diff(np.append(starts, code.size)).astype(np.float64)
+        unique = code[starts]
+        keys = unique // max(n, 1)
+        return keys, unique - keys * n, counts
+
+    def _field_runs(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Run ids of every text's runs and the row (text index) of each."""
+        runs = self._runs
+        plain = [t.isascii() and _MARK not in t for t in texts]  # ASCII stays ASCII: translate's fast path
+        tokens = f" {_MARK} ".join([t if ok else "" for t, ok in zip(texts, plain)]).translate(
+            _SEPARATORS_BUT_MARK).split()
+        ids = np.fromiter(map(runs.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+        mark = ids == 0
+        rows = np.cumsum(mark)[~mark]
+        ids = ids[~mark]
+        others = [(row, t) for row, (t, ok) in enumerate(zip(texts, plain)) if not ok]
+        if others:  # SPEC 2.1's runs of alphanumeric characters, found by the regex
+            extra = [(row, runs[run]) for row, text in others for run in _RUN.findall(text)]
+            if extra:
+                more_rows, more_ids = np.array(extra, dtype=np.int64).T
+                rows, ids = np.concatenate([rows, more_rows]), np.concatenate([ids, more_ids])
+        return ids, rows
+
+
+def _terms(run_ids: np.ndarray, rows: np.ndarray, first: np.ndarray, others_start: np.ndarray,
+           others_count: np.ndarray, others: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each run's terms (its first, then the others of a run that splits), with its row."""
+    count = others_count[run_ids]
+    split = np.flatnonzero(count)
+    if not split.size:
+        return first[run_ids], rows
+    lengths = count[split]
+    ends = np.cumsum(lengths)
+    at = np.repeat(others_start[run_ids[split]] - (ends - lengths), lengths) + np.arange(ends[-1])
+    return (np.concatenate([first[run_ids], others[at]]),
+            np.concatenate([rows, np.repeat(rows[split], lengths)]))
