@@ -32,6 +32,7 @@ class _RunIds(dict):
         self.others_start: list[int] = [0]
         self.others_count: list[int] = [0]
         self.others: list[int] = []
+        self._arrays: tuple[np.ndarray, ...] | None = None
 
     def __missing__(self, run: str) -> int:
         keys = [self.vocabulary.setdefault(term, len(self.vocabulary)) for term in tokenize(run)]
@@ -43,8 +44,14 @@ class _RunIds(dict):
         return run_id
 
     def arrays(self) -> tuple[np.ndarray, ...]:
-        return tuple(np.asarray(a, dtype=np.int64)
-                     for a in (self.first, self.others_start, self.others_count, self.others))
+        """The four lists as numpy arrays, converted only as far as they grew since the last call (so a
+        one-record update does not pay for the whole pool's runs)."""
+        lists = (self.first, self.others_start, self.others_count, self.others)
+        if self._arrays is None or self._arrays[0].size != len(self.first):  # all grow with `first`
+            done = self._arrays or tuple(np.zeros(0, np.int64) for _ in lists)
+            self._arrays = tuple(np.concatenate([old, np.asarray(new[old.size:], dtype=np.int64)])
+                                 for old, new in zip(done, lists))
+        return self._arrays
 
 
 class DocumentCounter:
