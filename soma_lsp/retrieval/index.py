@@ -630,26 +630,33 @@ class LiveIndex:
     def _candidates(self, q: "_Query", limit: int, relevant_only: bool, approximate: "_Approximate | None",
                     shared: np.ndarray | None) -> np.ndarray:
         """Slots that may be among the top `limit` (sorted): every approximate score is within δ of
-        the exact one, so a slot 2δ below the limit-th best approximate score cannot be."""
+        the exact one, so a slot 2δ below the limit-th best approximate score cannot be.
+
+        The approximate score is assembled in float32 (half the memory traffic of float64): a few
+        roundings of values ≤ 1, each off by at most u = 2⁻²⁴, so 64·u bounds their sum's error."""
         columns, w = self._columns, q.weighting
-        delta = 1e-9  # float64 rounding of the terms computed exactly
-        if q.now is not None:
-            factor = T.decay_factor(w["t_ref"], q.now, q.half_life_days)
-            score = w["recency_weighted"] * factor
+        f32 = np.float32
+        delta = 64 * 2.0 ** -24
+        factor = T.decay_factor(w["t_ref"], q.now, q.half_life_days) if q.now is not None else 0.0
+        if q.now is not None and factor < 2.0 ** 64:  # beyond, float32 could overflow: no recency here
+            score = w["float32"]["recency_weighted"] * f32(factor)
             order, times = self._by_time()
             future = order[np.searchsorted(times, q.now):]  # recency 1.0, not the decayed value
-            score[future] = w["effective"][2][future]
-            score += w["importance"]
+            score[future] = w["float32"]["recency"][future]
+            score += w["float32"]["importance"]
         else:
-            score = w["importance"].copy()
+            score = w["float32"]["importance"].copy()
+            if q.now is not None:  # recency ∈ [0, 1] is unknown here: widen the margin by its weight
+                delta += float(w["float32"]["recency"].max(initial=0.0))
         if approximate is not None:
-            lexical = w["effective"][0] * approximate.bm25
-            lexical *= 1.0 / approximate.top
+            lexical = w["float32"]["lexical"] * approximate.bm25
+            lexical *= f32(1.0 / approximate.top)
             score += lexical
             delta += 3 * approximate.error  # a ratio of two values each within ε, times w' ≤ 1
         if shared is not None:
-            structural = T.structural(shared, q.bag_total, columns.view("arch_total"))
-            structural *= w["effective"][1]
+            shared32 = shared.astype(f32)
+            structural = shared32 / (f32(q.bag_total) + w["float32"]["arch_total"] - shared32)
+            structural *= w["float32"]["structural"]
             score += structural
         score[self._dead()] = -np.inf
         if relevant_only:
@@ -700,8 +707,13 @@ class LiveIndex:
             "table": table, "classes": classes, "t_ref": t_ref,
             "structural_applies": structural_applies, "recency_applies": recency_applies,
             "effective": effective, "importance": table[:, 3][classes] * columns.view("importance"),
-            "recency_base": recency_base, "recency_weighted": effective[2] * recency_base,
+            "recency_base": recency_base,
         }
+        weighting["float32"] = {  # the same, rounded, for `_candidates`
+            name: np.asarray(values, dtype=np.float32) for name, values in (
+                ("lexical", effective[0]), ("structural", effective[1]), ("recency", effective[2]),
+                ("importance", weighting["importance"]), ("recency_weighted", effective[2] * recency_base),
+                ("arch_total", columns.view("arch_total")))}
         if len(weightings) >= WEIGHTINGS_KEPT:  # a handful of query shapes alternate (with or
             weightings.pop(next(iter(weightings)))  # without architecture, …): keep them all
         weightings[key] = weighting
