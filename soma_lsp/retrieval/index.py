@@ -41,7 +41,7 @@ SEGMENT_RECORDS = 1 << 17  # bulk loads are cut into segments of this many recor
 MERGE_FANOUT = 4  # merge the newest segments once this many of similar size have piled up
 MERGE_MAX = 1 << 22  # postings: segments this big are never merged again (compaction aside)
 DENSE_FRACTION = 4  # a term in ≥ 1/4 of the records is added as a dense vector, not scattered
-FEW_SLOTS = 4096  # exact bm25 of up to this many slots is looked up, not scattered
+FEW_SLOTS = 4096  # exact values of up to this many slots are looked up, not scattered
 WEIGHTINGS_KEPT = 8  # query shapes whose per-record weighting is kept (see `_weighting`)
 
 
@@ -468,12 +468,12 @@ class LiveIndex:
             q = self._resolve(query)
             if query.limit == 0:
                 return []
-            bm25, shared = self._approximate(q), self._shared_components(q)
+            bm25 = self._approximate(q)
             if query.limit is None:
                 slots = np.flatnonzero(self._columns.view("alive"))
             else:
-                slots = self._candidates(q, query.limit, relevant_only, bm25, shared)
-            exact = self._exact(q, slots, bm25, shared)
+                slots = self._candidates(q, query.limit, relevant_only, bm25)
+            exact = self._exact(q, slots, bm25)
             keep = np.ones(slots.size, dtype=bool)
             if relevant_only:
                 keep &= (exact["lexical"] > 0) | (exact["structural"] > 0)
@@ -489,22 +489,21 @@ class LiveIndex:
             if not slots.size:
                 return []
             q = self._resolve(query)
-            exact = self._exact(q, slots, self._approximate(q), self._shared_components(q))
+            exact = self._exact(q, slots, self._approximate(q))
             return [self._scored(exact, i, q) for i in range(slots.size)]
 
     def _resolve(self, query: RetrievalQuery) -> "_Query":
         terms = _query_terms(query.text)
-        keys, key_terms, df = [], [], self._terms.doc_freq
+        keys, df = [], self._terms.doc_freq
         for term in terms:
             key = self._terms.key(term)
             if key is not None and df[key] > 0:
                 keys.append(key)
-                key_terms.append(term)
         key_array = np.array(keys, dtype=np.int64)
         bag = T.component_bag(query.architecture)
         total = float(sum(bag.values()))
         return _Query(
-            terms=terms, keys=key_array, key_terms=key_terms, idf=T.idf(len(self._slot_of), df[key_array]).tolist(),
+            terms=terms, keys=key_array, idf=T.idf(len(self._slot_of), df[key_array]).tolist(),
             bag=bag, bag_total=total, now=None if query.now is None else T.epoch_seconds(query.now),
             half_life_days=query.half_life_days,
             weighting=self._weighting(query, bool(terms), total > 0))
@@ -550,20 +549,40 @@ class LiveIndex:
                 bm25[start:end] += row
         return bm25
 
-    def _shared_components(self, q: "_Query") -> np.ndarray | None:
-        """Σ_c min(q_c, r_c) at every slot (exact), or None when the query has no architecture."""
+    def _shared_at(self, q: "_Query", slots: np.ndarray) -> np.ndarray:
+        """Exact Σ_c min(q_c, r_c) of these slots, component by component in query order, with the
+        counts as the postings hold them (float32): few slots from their records, many from postings."""
+        if slots.size > FEW_SLOTS:
+            shared = np.zeros(self._columns.size)
+            for name, q_count in q.bag.items():
+                key = self._components.key(name)
+                if key is not None:
+                    for posted, counts in self._components.lookup(key):
+                        np.add.at(shared, posted, np.minimum(q_count, counts.astype(np.float64)))
+            return shared[slots]
+        shared = np.zeros(slots.size)
+        for i, slot in enumerate(slots.tolist()):
+            bag, total = T.component_bag(self._slot_records[slot].architecture), 0.0
+            for name, q_count in q.bag.items():
+                count = bag.get(name)
+                if count is not None:
+                    total += min(q_count, float(np.float32(count)))
+            shared[i] = total
+        return shared
+
+    def _shared_approximate(self, q: "_Query") -> np.ndarray | None:
+        """Σ_c min(q_c, r_c) at every slot in float32 (None when the query has no architecture)."""
         if q.bag_total == 0:
             return None
-        shared = np.zeros(self._columns.size)
+        shared = np.zeros(self._columns.size, dtype=np.float32)
         for name, q_count in q.bag.items():
             key = self._components.key(name)
             if key is not None:
                 for slots, counts in self._components.lookup(key):
-                    np.add.at(shared, slots, np.minimum(q_count, counts.astype(np.float64)))
+                    np.add.at(shared, slots, np.minimum(counts, np.float32(q_count)))
         return shared
 
-    def _exact(self, q: "_Query", slots: np.ndarray, approximate: "_Approximate | None",
-               shared: np.ndarray | None) -> dict[str, Any]:
+    def _exact(self, q: "_Query", slots: np.ndarray, approximate: "_Approximate | None") -> dict[str, Any]:
         """Exact components and scores of these slots. The lexical max is exact too: only slots whose
         approximate bm25 is within 2ε of the approximate max can hold it, and those are looked up."""
         bm25, max_bm25 = np.zeros(slots.size), 0.0
@@ -574,10 +593,9 @@ class LiveIndex:
             both = np.union1d(contenders, slots)
             exact = self._bm25_at(q, both)
             bm25, max_bm25 = exact[np.searchsorted(both, slots)], float(exact.max(initial=0.0))
-        return self._components_of(q, slots, bm25, max_bm25, shared)
+        return self._components_of(q, slots, bm25, max_bm25)
 
-    def _components_of(self, q: "_Query", slots: np.ndarray, bm25: np.ndarray, max_bm25: float,
-                       shared: np.ndarray | None) -> dict[str, Any]:
+    def _components_of(self, q: "_Query", slots: np.ndarray, bm25: np.ndarray, max_bm25: float) -> dict[str, Any]:
         """Each slot's components and score, Σ w'_i·c_i summed term by term in SPEC order (a term
         that does not apply has w' = 0 and value 0, which adds exactly nothing)."""
         columns, w = self._columns, q.weighting
@@ -586,10 +604,11 @@ class LiveIndex:
         score = e_lexical * lexical
         structural = np.zeros(slots.size)
         structural_applies = w["structural_applies"][slots]
-        if shared is not None:
+        if q.bag_total > 0:
             # Σ q + Σ r − Σ min ≥ Σ q > 0: every Jaccard is defined; records without an
             # architecture (the term does not apply) keep 0.
-            np.copyto(structural, T.structural(shared[slots], q.bag_total, columns.arch_total[slots]),
+            shared = self._shared_at(q, slots)
+            np.copyto(structural, T.structural(shared, q.bag_total, columns.arch_total[slots]),
                       where=structural_applies)
             score += e_structural * structural
         recency = None
@@ -627,13 +646,15 @@ class LiveIndex:
                     np.max(bm25, where=self._columns.view("alive"), initial=0.0))
         return _Approximate(bm25, top, 2 * (2 * q.keys.size + 1) * 2.0 ** -24)
 
-    def _candidates(self, q: "_Query", limit: int, relevant_only: bool, approximate: "_Approximate | None",
-                    shared: np.ndarray | None) -> np.ndarray:
+    def _candidates(self, q: "_Query", limit: int, relevant_only: bool,
+                    approximate: "_Approximate | None") -> np.ndarray:
         """Slots that may be among the top `limit` (sorted): every approximate score is within δ of
         the exact one, so a slot 2δ below the limit-th best approximate score cannot be.
 
         The approximate score is assembled in float32 (half the memory traffic of float64): a few
-        roundings of values ≤ 1, each off by at most u = 2⁻²⁴, so 64·u bounds their sum's error."""
+        roundings of values ≤ 1, each off by at most u = 2⁻²⁴, so 64·u bounds their sum's error, plus
+        (2m + 8)·u for the structural term of a query with m components (its shared count is a float32
+        sum of m values)."""
         columns, w = self._columns, q.weighting
         f32 = np.float32
         delta = 64 * 2.0 ** -24
@@ -653,11 +674,12 @@ class LiveIndex:
             lexical *= f32(1.0 / approximate.top)
             score += lexical
             delta += 3 * approximate.error  # a ratio of two values each within ε, times w' ≤ 1
+        shared = self._shared_approximate(q)
         if shared is not None:
-            shared32 = shared.astype(f32)
-            structural = shared32 / (f32(q.bag_total) + w["float32"]["arch_total"] - shared32)
+            structural = shared / (f32(q.bag_total) + w["float32"]["arch_total"] - shared)
             structural *= w["float32"]["structural"]
             score += structural
+            delta += (2 * len(q.bag) + 8) * 2.0 ** -24
         score[self._dead()] = -np.inf
         if relevant_only:
             relevant = (approximate.bm25 > 0) if approximate is not None else np.zeros(columns.size, bool)
@@ -750,7 +772,6 @@ class _Query:
 
     terms: list[str]
     keys: np.ndarray
-    key_terms: list[str]
     idf: list[float]
     bag: dict[str, float]
     bag_total: float
