@@ -455,10 +455,10 @@ class LiveIndex:
     # -- ranking ------------------------------------------------------------------------------
     #
     # A ranked query needs every record's score only to find the top few. So `rank` first scores
-    # every slot approximately — BM25 summed in float32 from cached float32 contributions, the other
-    # terms exact — with a proven bound on the error, keeps the slots that could be in the top
-    # `limit` within that bound, and computes their components and scores exactly (float64, the
-    # same arithmetic as the full pass `limit=None` takes, so both agree to the last bit).
+    # every slot approximately, in float32 (BM25 from cached float32 contributions), with a proven
+    # bound on the error, keeps the slots that could be in the top `limit` within that bound, and
+    # computes their components and scores exactly (float64, the same arithmetic as the full pass
+    # `limit=None` takes, so both agree to the last bit).
 
     def rank(self, query: RetrievalQuery, *, relevant_only: bool = False,
              min_score: float = 0.0) -> list[ScoredRecord]:
