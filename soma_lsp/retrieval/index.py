@@ -86,12 +86,14 @@ class _Segment:
     def counts_at(self, keys: np.ndarray, slots: np.ndarray) -> np.ndarray:
         """tf[i, j] of key i at slot j (0 where absent): one binary search per pair, all pairs at once
         (each key's slots are ascending)."""
+        if not self.slots.size:
+            return np.zeros((keys.size, slots.size), dtype=self.counts.dtype)
         known = keys + 1 < self.indptr.size
         first = np.where(known, self.indptr[np.minimum(keys, self.indptr.size - 2)], 0)
         lo = np.repeat(first[:, None], slots.size, axis=1)
         end = np.repeat(np.where(known, self.indptr[np.minimum(keys + 1, self.indptr.size - 1)], 0)[:, None],
                         slots.size, axis=1)
-        hi, target, top = end.copy(), slots[None, :], max(self.slots.size - 1, 0)
+        hi, target, top = end.copy(), slots[None, :], self.slots.size - 1
         for _ in range(int((end - lo).max(initial=0)).bit_length()):
             mid = (lo + hi) >> 1
             below = self.slots[np.minimum(mid, top)] < target
@@ -99,8 +101,7 @@ class _Segment:
             lo = np.where(open_ & below, mid + 1, lo)
             hi = np.where(open_ & ~below, mid, hi)
         at = np.minimum(lo, top)
-        found = (lo < end) & (self.slots[at] == target) if self.slots.size else np.zeros(lo.shape, bool)
-        return np.where(found, self.counts[at] if self.slots.size else 0, 0)
+        return np.where((lo < end) & (self.slots[at] == target), self.counts[at], 0)
 
     @classmethod
     def build(cls, keys: np.ndarray, slots: np.ndarray, counts: np.ndarray, n_keys: int) -> "_Segment":
@@ -465,13 +466,13 @@ class LiveIndex:
         """SPEC 2.6: best first, exact ties by id, cut at `query.limit`. `relevant_only` keeps only
         records with lexical > 0 or structural > 0 (SPEC 3's gate); `min_score` drops lower scores."""
         with self._lock:
-            q = self._resolve(query)
             if query.limit == 0:
                 return []
-            bm25 = self._approximate(q)
-            if query.limit is None:
-                slots = np.flatnonzero(self._columns.view("alive"))
+            q = self._resolve(query)
+            if query.limit is None:  # every slot is scored exactly: no approximation needed
+                slots, bm25 = np.flatnonzero(self._columns.view("alive")), None
             else:
+                bm25 = self._approximate(q)
                 slots = self._candidates(q, query.limit, relevant_only, bm25)
             exact = self._exact(q, slots, bm25)
             keep = np.ones(slots.size, dtype=bool)
@@ -553,13 +554,7 @@ class LiveIndex:
         """Exact Σ_c min(q_c, r_c) of these slots, component by component in query order, with the
         counts as the postings hold them (float32): few slots from their records, many from postings."""
         if slots.size > FEW_SLOTS:
-            shared = np.zeros(self._columns.size)
-            for name, q_count in q.bag.items():
-                key = self._components.key(name)
-                if key is not None:
-                    for posted, counts in self._components.lookup(key):
-                        np.add.at(shared, posted, np.minimum(q_count, counts.astype(np.float64)))
-            return shared[slots]
+            return self._shared_everywhere(q, np.float64)[slots]
         shared = np.zeros(slots.size)
         for i, slot in enumerate(slots.tolist()):
             bag, total = T.component_bag(self._slot_records[slot].architecture), 0.0
@@ -570,26 +565,28 @@ class LiveIndex:
             shared[i] = total
         return shared
 
-    def _shared_approximate(self, q: "_Query") -> np.ndarray | None:
-        """Σ_c min(q_c, r_c) at every slot in float32 (None when the query has no architecture)."""
-        if q.bag_total == 0:
-            return None
-        shared = np.zeros(self._columns.size, dtype=np.float32)
+    def _shared_everywhere(self, q: "_Query", dtype: type) -> np.ndarray:
+        """Σ_c min(q_c, r_c) at every slot, scattered from the postings, component by component in
+        query order, in `dtype` (float32 for the approximate pass)."""
+        shared = np.zeros(self._columns.size, dtype=dtype)
         for name, q_count in q.bag.items():
             key = self._components.key(name)
             if key is not None:
                 for slots, counts in self._components.lookup(key):
-                    np.add.at(shared, slots, np.minimum(counts, np.float32(q_count)))
+                    np.add.at(shared, slots, np.minimum(counts.astype(dtype, copy=False), dtype(q_count)))
         return shared
 
     def _exact(self, q: "_Query", slots: np.ndarray, approximate: "_Approximate | None") -> dict[str, Any]:
-        """Exact components and scores of these slots. The lexical max is exact too: only slots whose
-        approximate bm25 is within 2ε of the approximate max can hold it, and those are looked up."""
+        """Exact components and scores of these slots. The lexical max is exact too: it is looked up
+        among the live slots that can hold it — with an approximation, only those within 2ε of its max."""
         bm25, max_bm25 = np.zeros(slots.size), 0.0
-        if approximate is not None:
-            # the true max's slot has approximate ≥ max·(1 − ε) ≥ (approximate max)·(1 − 2ε)
-            contenders = np.flatnonzero(approximate.bm25 >= approximate.top * (1 - 2 * approximate.error))
-            contenders = contenders[self._columns.alive[contenders]]
+        if q.keys.size:
+            alive = self._columns.view("alive")
+            if approximate is None:
+                contenders = np.flatnonzero(alive)
+            else:  # the true max's slot has approximate ≥ max·(1 − ε) ≥ (approximate max)·(1 − 2ε)
+                contenders = np.flatnonzero(approximate.bm25 >= approximate.top * (1 - 2 * approximate.error))
+                contenders = contenders[alive[contenders]]
             both = np.union1d(contenders, slots)
             exact = self._bm25_at(q, both)
             bm25, max_bm25 = exact[np.searchsorted(both, slots)], float(exact.max(initial=0.0))
@@ -674,7 +671,7 @@ class LiveIndex:
             lexical *= f32(1.0 / approximate.top)
             score += lexical
             delta += 3 * approximate.error  # a ratio of two values each within ε, times w' ≤ 1
-        shared = self._shared_approximate(q)
+        shared = self._shared_everywhere(q, np.float32) if q.bag_total > 0 else None
         if shared is not None:
             structural = shared / (f32(q.bag_total) + w["float32"]["arch_total"] - shared)
             structural *= w["float32"]["structural"]
