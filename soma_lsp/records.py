@@ -421,7 +421,7 @@ def _commit(value: Any) -> str | None:
     text = value.strip() if isinstance(value, str) else ""
     if not _COMMIT.fullmatch(text):
         raise RecordError("commit", f"expected a hex commit of 7 to 40 characters, got {value!r}")
-    return text if text.islower() or text.isdigit() else text.lower()  # already lowercase: no copy
+    return text.lower()
 
 
 def _tags(value: Any) -> tuple[str, ...]:
