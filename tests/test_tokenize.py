@@ -1,9 +1,11 @@
 from collections import Counter
+from unittest import mock
 
 import pytest
 from hypothesis import given, strategies as st
 
-from soma_lsp.retrieval import tokenize
+from soma_lsp.retrieval import documents as documents_module, tokenize
+from soma_lsp.retrieval.documents import DocumentCounter
 from soma_lsp.retrieval.tokenize import document_terms
 from spec_reference import tokenize as reference_tokenize
 
@@ -65,20 +67,28 @@ field_text = st.one_of(st.text(), st.text(alphabet="aAbBzZ09_- .xX\x01é"), st.s
     ["LayerNormFP32 torch.nn", "HTTPServer", "RoPE ALiBi", "Größe ÉcoleNormale", "a\x01b", ""]))
 
 
-@given(st.lists(st.lists(st.tuples(field_text, field_text, field_text, field_text), max_size=6), max_size=3))
-def test_batch_document_counts_are_the_weighted_bag(batches):
-    """DocumentCounter (whole batches in C and numpy) gives each document exactly SPEC 2.2's bag:
-    tokenize(name) ×3 + tokenize(headline) ×2 + tokenize(notes) + tokenize(details), batch after batch."""
-    from soma_lsp.retrieval.documents import DocumentCounter
-
+@given(st.lists(st.lists(st.tuples(field_text, field_text, field_text, field_text), max_size=6), max_size=3),
+       st.sampled_from([1, 2, 256]))
+def test_batch_document_counts_are_the_weighted_bag(batches, chunk):
+    """DocumentCounter (chunks of documents in C and numpy) gives each document exactly SPEC 2.2's bag:
+    tokenize(name) ×3 + tokenize(headline) ×2 + tokenize(notes) + tokenize(details), batch after batch,
+    as CSR postings whose rows ascend per term."""
     vocabulary: dict[str, int] = {}
     counter = DocumentCounter(vocabulary)
-    for documents in batches:
-        keys, rows, counts = counter.count(documents)
-        term = {key: t for t, key in vocabulary.items()}
-        got = [Counter() for _ in documents]
-        for key, row, tf in zip(keys.tolist(), rows.tolist(), counts.tolist()):
+    with mock.patch.object(documents_module, "CHUNK_DOCUMENTS", chunk):  # several chunks per batch too
+        for documents in batches:
+            _check_counts(counter, vocabulary, documents)
+
+
+def _check_counts(counter, vocabulary, documents):
+    indptr, rows, counts = counter.count(documents)
+    assert indptr.size == len(vocabulary) + 1 and indptr[0] == 0 and indptr[-1] == rows.size
+    term = {key: t for t, key in vocabulary.items()}
+    got = [Counter() for _ in documents]
+    for key in range(len(vocabulary)):
+        posted = rows[indptr[key]:indptr[key + 1]].tolist()
+        assert posted == sorted(set(posted))  # ascending, one entry per document
+        for row, tf in zip(posted, counts[indptr[key]:indptr[key + 1]].tolist()):
             got[row][term[key]] = tf
-        want = [Counter(tokenize(n) * 3 + tokenize(h) * 2 + tokenize(o) + tokenize(d)) for n, h, o, d in documents]
-        assert got == want
-        assert list(zip(keys.tolist(), rows.tolist())) == sorted(set(zip(keys.tolist(), rows.tolist())))
+    want = [Counter(tokenize(n) * 3 + tokenize(h) * 2 + tokenize(o) + tokenize(d)) for n, h, o, d in documents]
+    assert got == want

@@ -24,8 +24,7 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
-from itertools import count, filterfalse
+from itertools import compress, count, filterfalse
 from typing import Any
 
 import numpy as np
@@ -35,7 +34,7 @@ from ..records import Record
 from . import terms as T
 from .model import TERMS, RetrievalQuery, ScoreComponents, ScoredRecord
 from .documents import DocumentCounter
-from .tokenize import document_terms, tokenize
+from .tokenize import tokenize
 
 SEGMENT_RECORDS = 1 << 17  # bulk loads are cut into segments of this many records (bounds peak memory)
 MERGE_FANOUT = 4  # merge the newest segments once this many of similar size have piled up
@@ -47,11 +46,6 @@ WEIGHTINGS_KEPT = 8  # query shapes whose per-record weighting is kept (see `_we
 
 def document_fields(record: Record) -> tuple[str, str, str, str]:
     return (record.name, record.headline or "", record.notes or "", record.details or "")
-
-
-@lru_cache(maxsize=4096)
-def _document_terms(record: Record) -> frozenset[str]:
-    return frozenset(t for text in document_fields(record) for t in document_terms(text))
 
 
 def _query_terms(text: str) -> list[str]:
@@ -70,8 +64,9 @@ class _Segment:
     last: int = field(init=False)  # postings may be
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "first", int(self.slots.min(initial=0)))
-        object.__setattr__(self, "last", int(self.slots.max(initial=-1)))
+        empty = not self.slots.size
+        object.__setattr__(self, "first", 0 if empty else int(self.slots.min()))
+        object.__setattr__(self, "last", -1 if empty else int(self.slots.max()))
 
     @property
     def size(self) -> int:
@@ -85,23 +80,24 @@ class _Segment:
 
     def counts_at(self, keys: np.ndarray, slots: np.ndarray) -> np.ndarray:
         """tf[i, j] of key i at slot j (0 where absent): one binary search per pair, all pairs at once
-        (each key's slots are ascending)."""
+        (each key's slots are ascending), by halving steps over the longest key's range."""
         if not self.slots.size:
             return np.zeros((keys.size, slots.size), dtype=self.counts.dtype)
         known = keys + 1 < self.indptr.size
-        first = np.where(known, self.indptr[np.minimum(keys, self.indptr.size - 2)], 0)
-        lo = np.repeat(first[:, None], slots.size, axis=1)
-        end = np.repeat(np.where(known, self.indptr[np.minimum(keys + 1, self.indptr.size - 1)], 0)[:, None],
-                        slots.size, axis=1)
-        hi, target, top = end.copy(), slots[None, :], self.slots.size - 1
-        for _ in range(int((end - lo).max(initial=0)).bit_length()):
-            mid = (lo + hi) >> 1
-            below = self.slots[np.minimum(mid, top)] < target
-            open_ = lo < hi
-            lo = np.where(open_ & below, mid + 1, lo)
-            hi = np.where(open_ & ~below, mid, hi)
-        at = np.minimum(lo, top)
-        return np.where((lo < end) & (self.slots[at] == target), self.counts[at], 0)
+        start = np.where(known, self.indptr[np.minimum(keys, self.indptr.size - 2)], 0)
+        end = np.where(known, self.indptr[np.minimum(keys + 1, self.indptr.size - 1)], 0)
+        target, top = slots[None, :], self.slots.size - 1
+        below = np.repeat(start[:, None] - 1, slots.size, axis=1)  # the last position known < target
+        end = end[:, None]
+        step = 1 << int((end[:, 0] - start).max(initial=0)).bit_length()
+        while step:
+            probe = below + step
+            ahead = probe < end
+            ahead &= self.slots[np.minimum(probe, top)] < target
+            below = np.where(ahead, probe, below)
+            step >>= 1
+        at = np.minimum(below + 1, top)
+        return np.where((below + 1 < end) & (self.slots[at] == target), self.counts[at], 0)
 
     @classmethod
     def build(cls, keys: np.ndarray, slots: np.ndarray, counts: np.ndarray, n_keys: int) -> "_Segment":
@@ -109,7 +105,7 @@ class _Segment:
         order = np.argsort(keys, kind="stable")  # slots stay ascending per key (`_bm25_at` bisects)
         indptr = np.zeros(n_keys + 1, dtype=np.int64)
         np.cumsum(np.bincount(keys, minlength=n_keys), out=indptr[1:])
-        return cls(indptr, slots[order].astype(np.int32), counts[order].astype(np.float32))
+        return cls(indptr, slots[order].astype(np.int32, copy=False), counts[order].astype(np.float32, copy=False))
 
     @classmethod
     def merge(cls, segments: Sequence["_Segment"], n_keys: int, keep: np.ndarray) -> "_Segment":
@@ -147,13 +143,9 @@ class _Postings:
             counts.extend(bag.values())
             lengths.append(len(bag))
         slots = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
-        return self.prepared(np.frombuffer(keys, dtype=np.int64), slots, np.frombuffer(counts, dtype=np.float64))
-
-    def prepared(self, keys: np.ndarray, slots: np.ndarray, counts: np.ndarray) -> "_Prepared":
-        """A batch's postings from (key, slot 0..k-1, count) triples, one per distinct (key, slot)."""
-        n_keys = len(self.vocabulary)
-        segment = _Segment.build(keys, slots, counts, n_keys) if keys.size else None
-        return _Prepared(segment, np.bincount(keys, minlength=n_keys))
+        segment = _Segment.build(np.frombuffer(keys, dtype=np.int64), slots, np.frombuffer(counts, dtype=np.float64),
+                                 len(vocabulary))
+        return _Prepared.of(segment)
 
     def commit(self, prepared: "_Prepared", first_slot: int) -> None:
         """Make a prepared batch visible, its slots starting at `first_slot`."""
@@ -165,12 +157,13 @@ class _Postings:
             s = prepared.segment
             self.segments.append(_Segment(s.indptr, s.slots + np.int32(first_slot), s.counts))
 
-    def forget(self, keys: np.ndarray) -> None:
-        """Removed records no longer count in document frequencies (`keys`: one per record and key)."""
-        self.doc_freq -= np.bincount(keys, minlength=self.doc_freq.size)
+    def forget(self, doc_freq: np.ndarray) -> None:
+        """Removed records no longer count in document frequencies (`doc_freq`: theirs, per key)."""
+        self.doc_freq[: doc_freq.size] -= doc_freq
 
-    def keys_of(self, bags: Iterable[Mapping[str, float]]) -> np.ndarray:
-        return np.fromiter((self.vocabulary[name] for bag in bags for name in bag), dtype=np.int64)
+    def doc_freq_of(self, bags: Iterable[Mapping[str, float]]) -> np.ndarray:
+        keys = np.fromiter((self.vocabulary[name] for bag in bags for name in bag), dtype=np.int64)
+        return np.bincount(keys, minlength=self.doc_freq.size)
 
     def lookup(self, key: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         for segment in self.segments:
@@ -198,8 +191,12 @@ class _Postings:
 
 @dataclass(frozen=True, slots=True)
 class _Prepared:
-    segment: _Segment | None
+    segment: _Segment | None  # None when the batch posts nothing
     doc_freq: np.ndarray
+
+    @classmethod
+    def of(cls, segment: _Segment) -> "_Prepared":
+        return cls(segment if segment.size else None, np.diff(segment.indptr))
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,8 +356,8 @@ class LiveIndex:
             gone = [self._slot_records[self._slot_of[i]]
                     for i in dict.fromkeys([*remove, *latest]) if i in self._slot_of]
             with collector_paused():
-                forgotten = (self._documents.count([document_fields(r) for r in gone])[0],
-                             self._components.keys_of(T.component_bag(r.architecture) for r in gone))
+                forgotten = (np.diff(self._documents.count([document_fields(r) for r in gone])[0]),
+                             self._components.doc_freq_of(T.component_bag(r.architecture) for r in gone))
                 new = list(latest.values())
                 batches = [self._prepare(new[i:i + SEGMENT_RECORDS]) for i in range(0, len(new), SEGMENT_RECORDS)]
             with self._lock:
@@ -372,7 +369,7 @@ class LiveIndex:
             self._tidy()
 
     def _prepare(self, records: list[Record]) -> _Batch:
-        keys, slots, counts = self._documents.count([document_fields(r) for r in records])
+        indptr, slots, counts = self._documents.count([document_fields(r) for r in records])
         component_bags = [T.component_bag(r.architecture) for r in records]
         columns = {
             "dl": np.bincount(slots, weights=counts, minlength=len(records)),
@@ -381,15 +378,15 @@ class LiveIndex:
             "arch_total": [sum(bag.values()) for bag in component_bags],
             "dead_end": [T.is_dead_end(r) for r in records],
         }
-        return _Batch(records, columns, self._terms.prepared(keys, slots, counts),
+        return _Batch(records, columns, _Prepared.of(_Segment(indptr, slots, counts)),
                       self._components.prepare(component_bags))
 
-    def _remove(self, records: list[Record], term_keys: np.ndarray, component_keys: np.ndarray) -> None:
+    def _remove(self, records: list[Record], term_doc_freq: np.ndarray, component_doc_freq: np.ndarray) -> None:
         if not records:
             return
         slots = [self._slot_of.pop(r.id) for r in records]
-        self._terms.forget(term_keys)
-        self._components.forget(component_keys)
+        self._terms.forget(term_doc_freq)
+        self._components.forget(component_doc_freq)
         for record in records:
             for tie in record.code:
                 ids = self._ties.get(tie.path)
@@ -495,16 +492,17 @@ class LiveIndex:
 
     def _resolve(self, query: RetrievalQuery) -> "_Query":
         terms = _query_terms(query.text)
-        keys, df = [], self._terms.doc_freq
+        keys, key_terms, df = [], [], self._terms.doc_freq
         for term in terms:
             key = self._terms.key(term)
             if key is not None and df[key] > 0:
                 keys.append(key)
+                key_terms.append(term)
         key_array = np.array(keys, dtype=np.int64)
         bag = T.component_bag(query.architecture)
         total = float(sum(bag.values()))
         return _Query(
-            terms=terms, keys=key_array, idf=T.idf(len(self._slot_of), df[key_array]).tolist(),
+            terms=terms, keys=key_array, key_terms=key_terms, idf=T.idf(len(self._slot_of), df[key_array]).tolist(),
             bag=bag, bag_total=total, now=None if query.now is None else T.epoch_seconds(query.now),
             half_life_days=query.half_life_days,
             weighting=self._weighting(query, bool(terms), total > 0))
@@ -527,17 +525,22 @@ class LiveIndex:
 
     # exact --------------------------------------------------------------------------------------
 
-    def _bm25_at(self, q: "_Query", slots: np.ndarray) -> np.ndarray:
-        """Exact bm25 of these (sorted, distinct) slots, summed term by term in query order: a few
-        slots are looked up in the postings of the segments that may hold them, many are scattered
-        from all postings — the same arithmetic either way."""
+    def _bm25_at(self, q: "_Query", slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Exact bm25 of these (sorted, distinct) slots, summed term by term in query order, and which
+        query keys each slot's document holds (keys × slots): a few slots are looked up in the postings
+        of the segments that may hold them, many are scattered from all postings — the same arithmetic
+        either way."""
         norm = self._length_norm()
+        matched = np.zeros((q.keys.size, slots.size), dtype=bool)
         if slots.size > FEW_SLOTS:
-            bm25 = np.zeros(self._columns.size)
-            for key, idf_t in zip(q.keys.tolist(), q.idf):
+            bm25, posted_here = np.zeros(self._columns.size), np.zeros(self._columns.size, dtype=bool)
+            for row, (key, idf_t) in enumerate(zip(q.keys.tolist(), q.idf)):
+                posted_here[:] = False
                 for posted, tf in self._terms.lookup(key):
                     bm25[posted] += _contribution(idf_t, tf, norm[posted])  # distinct within a segment
-            return bm25[slots]
+                    posted_here[posted] = True
+                matched[row] = posted_here[slots]
+            return bm25[slots], matched
         bm25 = np.zeros(slots.size)
         idf = np.asarray(q.idf)[:, None]
         for segment in self._terms.segments:  # a slot's postings are all in one segment
@@ -546,9 +549,10 @@ class LiveIndex:
                 continue
             inside = slots[start:end]
             tf = segment.counts_at(q.keys, inside).astype(np.float64)
+            matched[:, start:end] |= tf > 0
             for row in idf * T.tf_part(tf, norm[inside]):  # term by term; 0.0 where a term is absent
                 bm25[start:end] += row
-        return bm25
+        return bm25, matched
 
     def _shared_at(self, q: "_Query", slots: np.ndarray) -> np.ndarray:
         """Exact Σ_c min(q_c, r_c) of these slots, component by component in query order, with the
@@ -579,7 +583,7 @@ class LiveIndex:
     def _exact(self, q: "_Query", slots: np.ndarray, approximate: "_Approximate | None") -> dict[str, Any]:
         """Exact components and scores of these slots. The lexical max is exact too: it is looked up
         among the live slots that can hold it — with an approximation, only those within 2ε of its max."""
-        bm25, max_bm25 = np.zeros(slots.size), 0.0
+        bm25, max_bm25, matched = np.zeros(slots.size), 0.0, np.zeros((0, slots.size), dtype=bool)
         if q.keys.size:
             alive = self._columns.view("alive")
             if approximate is None:
@@ -588,9 +592,10 @@ class LiveIndex:
                 contenders = np.flatnonzero(approximate.bm25 >= approximate.top * (1 - 2 * approximate.error))
                 contenders = contenders[alive[contenders]]
             both = np.union1d(contenders, slots)
-            exact = self._bm25_at(q, both)
-            bm25, max_bm25 = exact[np.searchsorted(both, slots)], float(exact.max(initial=0.0))
-        return self._components_of(q, slots, bm25, max_bm25)
+            exact, matched_both = self._bm25_at(q, both)
+            at = np.searchsorted(both, slots)
+            bm25, max_bm25, matched = exact[at], float(exact.max(initial=0.0)), matched_both[:, at]
+        return {**self._components_of(q, slots, bm25, max_bm25), "matched": matched}
 
     def _components_of(self, q: "_Query", slots: np.ndarray, bm25: np.ndarray, max_bm25: float) -> dict[str, Any]:
         """Each slot's components and score, Σ w'_i·c_i summed term by term in SPEC order (a term
@@ -747,7 +752,6 @@ class LiveIndex:
         slot = int(exact["slots"][i])
         record = self._slot_records[slot]
         effective = q.weighting["table"][exact["classes"][i]]
-        document = _document_terms(record)
         record_bag = T.component_bag(record.architecture)
         components = ScoreComponents(
             lexical=float(exact["lexical"][i]) if q.terms else None,
@@ -755,7 +759,7 @@ class LiveIndex:
             recency=float(exact["recency"][i]) if exact["recency_applies"][i] else None,
             importance=float(self._columns.importance[slot]),
             weights=dict(zip(TERMS, effective.tolist())),
-            matched_terms=tuple(t for t in q.terms if t in document),
+            matched_terms=tuple(compress(q.key_terms, exact["matched"][:, i].tolist())),
             shared_components=tuple(sorted(set(q.bag) & set(record_bag))),
         )
         return ScoredRecord(record, float(exact["score"][i]), components,
@@ -764,11 +768,12 @@ class LiveIndex:
 
 @dataclass(frozen=True, slots=True)
 class _Query:
-    """A query resolved against the index: its terms, the keys and idf of those the pool has, its
+    """A query resolved against the index: its terms, the keys, terms and idf of those the pool has, its
     architecture bag, `now` in epoch seconds, and its per-record weighting."""
 
     terms: list[str]
     keys: np.ndarray
+    key_terms: list[str]  # the term of each key
     idf: list[float]
     bag: dict[str, float]
     bag_total: float
