@@ -216,7 +216,7 @@ class LivePool:
             if progress is not None and done + read >= next_report:
                 report(done + read)
 
-        files_per_batch = self.batch_files if sizes is None else 10 * self.batch_files  # (re)load: fewer, bigger
+        files_per_batch = self.batch_files if sizes is None else 40 * self.batch_files  # (re)load: fewer, bigger
         batch: dict[str, FileLoad | None] = {}
         extras: dict[str, list[Problem]] = {}
         batch_records = 0
