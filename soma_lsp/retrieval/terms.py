@@ -97,12 +97,9 @@ def component_bag(architecture: Sequence[str] | Mapping[str, float] | Sequence[t
     names that canonicalise alike add up; empty names and non-positive counts are dropped."""
     if not architecture:
         return {}
-    if isinstance(architecture, Mapping):
-        pairs = architecture.items()
-    else:
-        pairs = ((item, 1.0) if isinstance(item, str) else item for item in architecture)
     bag: dict[str, float] = {}
-    for name, count in pairs:
+    for item in architecture.items() if isinstance(architecture, Mapping) else architecture:
+        name, count = (item, 1.0) if isinstance(item, str) else item
         key = canonical_component(name)
         if key and count > 0:
             bag[key] = bag.get(key, 0.0) + float(count)
