@@ -29,6 +29,7 @@ timestamp = st.one_of(
     stamp.map(lambda t: t.isoformat().replace("+00:00", "Z")),
     stamp.map(lambda t: t.astimezone(timezone(timedelta(hours=2))).isoformat()),
     stamp.map(lambda t: t.replace(tzinfo=None).isoformat()),
+    st.sampled_from(["9999-12-31T00:00:00Z", "1901-01-01T00:00:00Z"]),  # typos, centuries off
 )
 architecture = st.one_of(
     st.none(),
@@ -186,3 +187,17 @@ def test_top_within_keeps_exactly_what_is_within_the_margin(values, limit, margi
     else:
         kth = finite[finite.size - limit]
         assert got.tolist() == np.flatnonzero(score >= kth - margin).tolist()
+
+
+@settings(max_examples=50, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(pools(), st.lists(queries, min_size=1, max_size=4), st.sampled_from([0, 64, 512]))
+def test_a_small_contribution_cache_stays_bounded_and_changes_nothing(records, qs, budget):
+    """The float32 contribution cache evicts least recently used parts past its byte budget; what it
+    holds never changes a ranking."""
+    index, reference = LiveIndex(records), LiveIndex(records)
+    index._contributions.budget = budget
+    for q in qs:
+        _same(index.rank(_query(q, limit=3)), reference.rank(_query(q, limit=3)))
+        cache = index._contributions
+        assert cache.held == sum(held for _, held in cache.parts.values())
+        assert cache.held <= budget or len(cache.parts) <= 1

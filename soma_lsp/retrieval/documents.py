@@ -14,14 +14,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .tokenize import _ASCII_SEPARATORS, _RUN, tokenize
+from .tokenize import ASCII_SEPARATORS, RUN, tokenize
 
 FIELD_WEIGHTS = (3, 2, 1, 1)  # name, headline, notes, details (SPEC 2.2)
 CHUNK_DOCUMENTS = 256  # documents counted at once: their text, token strings and numpy temporaries stay in
 # the CPU's cache and in memory already mapped (a whole 100k batch at once ran ~2× slower, much of it in
 # page faults for fresh temporaries)
 _MARK = "\x01"  # between two records' texts; kept (not a separator) so that it splits off as a token
-_SEPARATORS_BUT_MARK = {c: s for c, s in _ASCII_SEPARATORS.items() if c != ord(_MARK)}
+_SEPARATORS_BUT_MARK = {c: s for c, s in ASCII_SEPARATORS.items() if c != ord(_MARK)}
 
 
 class _RunIds(dict):
@@ -121,7 +121,7 @@ class DocumentCounter:
         ids = ids[~mark]
         others = [(row, t) for row, (t, ok) in enumerate(zip(texts, plain)) if not ok]
         if others:  # SPEC 2.1's runs of alphanumeric characters, found by the regex
-            extra = [(row, runs[run]) for row, text in others for run in _RUN.findall(text)]
+            extra = [(row, runs[run]) for row, text in others for run in RUN.findall(text)]
             if extra:
                 more_rows, more_ids = np.array(extra, dtype=np.int64).T
                 rows, ids = np.concatenate([rows, more_rows]), np.concatenate([ids, more_ids])

@@ -214,14 +214,15 @@ class _Contributions:
     approximate first pass of `rank`, kept while the index layout (and so N, n_t and avgdl) stands:
     per (segment, term) for most terms, and as one dense vector over all slots for a term in at least
     1/DENSE_FRACTION of the records (adding a dense vector costs far less than scattering that many
-    postings); and the per-slot min(count, q_count) of architecture components for the structural term.
-    Slots are kept as native integers (np.add.at scatters faster with them). Least recently used
-    entries go once `budget` bytes are held. Used under the index's read lock."""
+    postings). Least recently used entries go once `budget` bytes are held; a term's slots are a view
+    of its segment, so only the float32 part counts (native-integer copies of the slots scatter ~1.3×
+    faster but hold 1.5× as much: at 1M records the benchmark's 50-query cycle then outgrew the budget
+    and every query refilled the cache). Used under the index's read lock."""
 
     def __init__(self, budget: int = 1 << 29) -> None:
         self.budget = budget
         self.layout = -1
-        self.parts: OrderedDict[tuple, Any] = OrderedDict()
+        self.parts: OrderedDict[tuple, tuple[Any, int]] = OrderedDict()  # key → (value, bytes held)
         self.held = 0
 
     def _lookup(self, layout: int, key: tuple) -> Any:
@@ -229,16 +230,17 @@ class _Contributions:
             self.parts.clear()
             self.layout, self.held = layout, 0
         found = self.parts.get(key)
-        if found is not None:
-            self.parts.move_to_end(key)
-        return found
+        if found is None:
+            return None
+        self.parts.move_to_end(key)
+        return found[0]
 
     def _keep(self, key: tuple, value: Any, nbytes: int) -> Any:
-        self.parts[key] = value
+        self.parts[key] = (value, nbytes)
         self.held += nbytes
         while self.held > self.budget and len(self.parts) > 1:
-            _, old = self.parts.popitem(last=False)
-            self.held -= sum(part.nbytes for part in old) if isinstance(old, tuple) else old.nbytes
+            _, (_, held) = self.parts.popitem(last=False)
+            self.held -= held
         return value
 
     def sparse(self, layout: int, segment: _Segment, key: int, idf_t: float,
@@ -251,26 +253,8 @@ class _Contributions:
         if postings is None:
             return None
         slots, tf = postings
-        part = _contribution(idf_t, tf, norm[slots]).astype(np.float32)
-        slots = slots.astype(np.intp)  # np.add.at scatters ~1.3× faster with native indices
-        return self._keep((segment, key), (slots, part), slots.nbytes + part.nbytes)
-
-    def shared(self, layout: int, segment: _Segment, key: int, q_count: float,
-               dtype: type) -> tuple[np.ndarray, Any] | None:
-        """(slots, min(count, q_count)) of this component in this segment in `dtype` — one scalar when
-        every count is at least q_count (the common case: a query counts each component once) — or None
-        when it has no postings there."""
-        found = self._lookup(layout, ("shared", segment, key, q_count, dtype))
-        if found is not None:
-            return found
-        postings = segment.postings(key)
-        if postings is None:
-            return None
-        slots, counts = postings
-        counts = counts.astype(dtype, copy=False)
-        value = dtype(q_count) if counts.min() >= q_count else np.minimum(counts, dtype(q_count))
-        slots = slots.astype(np.intp)
-        return self._keep(("shared", segment, key, q_count, dtype), (slots, value), slots.nbytes + value.nbytes)
+        part = _contribution(idf_t, tf, norm[slots]).astype(np.float32)  # slots: a view of the segment's
+        return self._keep((segment, key), (slots, part), part.nbytes)
 
     def dense(self, layout: int, segments: Sequence[_Segment], key: int, idf_t: float,
               norm: np.ndarray) -> np.ndarray:
@@ -593,13 +577,23 @@ class LiveIndex:
         """Σ_c min(q_c, r_c) at every slot, scattered from the postings, component by component in
         query order, in `dtype` (float32 for the approximate pass)."""
         shared = np.zeros(self._columns.size, dtype=dtype)
+        floors = self._per_layout().setdefault("component_floor", {})  # (segment, key) → least count
         for name, q_count in q.bag.items():
             key = self._components.key(name)
-            if key is not None:
-                for segment in self._components.segments:
-                    found = self._contributions.shared(self._layout, segment, key, q_count, dtype)
-                    if found is not None:
-                        np.add.at(shared, *found)
+            if key is None:
+                continue
+            for segment in self._components.segments:
+                postings = segment.postings(key)
+                if postings is None:
+                    continue
+                slots, counts = postings
+                floor = floors.get((segment, key))
+                if floor is None:
+                    floor = floors[(segment, key)] = float(counts.min())
+                if floor >= q_count:  # the common case (a query counts each component once): one scalar
+                    np.add.at(shared, slots, dtype(q_count))
+                else:
+                    np.add.at(shared, slots, np.minimum(counts.astype(dtype, copy=False), dtype(q_count)))
         return shared
 
     def _exact(self, q: "_Query", slots: np.ndarray, approximate: "_Approximate | None") -> dict[str, Any]:
@@ -637,8 +631,10 @@ class LiveIndex:
             score += e_structural * structural
         recency = None
         if q.now is not None:
-            recency = w["recency_base"][slots] * T.decay_factor(w["t_ref"], q.now, q.half_life_days)
-            np.copyto(recency, 1.0, where=columns.time[slots] >= q.now)  # from the future: 1.0
+            # straight from the age (not the approximate pass's base · factor, which over- or
+            # underflows when a record lies far in the future of the others, say a year-9999 typo)
+            age_days = np.nan_to_num((q.now - columns.time[slots]) / T.SECONDS_PER_DAY)
+            recency = np.where(w["recency_applies"][slots], T.decay(age_days, q.half_life_days), 0.0)
             score += e_recency * recency
         score += w["importance"][slots]
         return {"slots": slots, "score": score, "lexical": lexical, "structural": structural,
@@ -655,12 +651,18 @@ class LiveIndex:
         relative error; ε is twice that, for safety."""
         if not q.keys.size:
             return None
-        bm25 = np.zeros(self._columns.size, dtype=np.float32)
         norm, n = self._length_norm(), len(self._slot_of)
-        df = self._terms.doc_freq
-        for key, idf_t in zip(q.keys.tolist(), q.idf):
-            if DENSE_FRACTION * df[key] >= n:
-                bm25 += self._contributions.dense(self._layout, self._terms.segments, key, idf_t, norm)
+        dense = DENSE_FRACTION * self._terms.doc_freq[q.keys] >= n
+        vectors = [self._contributions.dense(self._layout, self._terms.segments, key, idf_t, norm)
+                   for key, idf_t, is_dense in zip(q.keys.tolist(), q.idf, dense.tolist()) if is_dense]
+        if len(vectors) >= 2:  # the error bound holds in any order of addition: dense terms first
+            bm25 = vectors[0] + vectors[1]
+        else:
+            bm25 = vectors[0].copy() if vectors else np.zeros(self._columns.size, dtype=np.float32)
+        for vector in vectors[2:]:
+            bm25 += vector
+        for key, idf_t, is_dense in zip(q.keys.tolist(), q.idf, dense.tolist()):
+            if is_dense:
                 continue
             for segment in self._terms.segments:
                 found = self._contributions.sparse(self._layout, segment, key, idf_t, norm)
@@ -682,7 +684,8 @@ class LiveIndex:
         columns, w = self._columns, q.weighting
         f32 = np.float32
         delta = 64 * 2.0 ** -24
-        factor = T.decay_factor(w["t_ref"], q.now, q.half_life_days) if q.now is not None else 0.0
+        with np.errstate(over="ignore"):  # an infinite factor is handled below
+            factor = T.decay_factor(w["t_ref"], q.now, q.half_life_days) if q.now is not None else 0.0
         if q.now is not None and factor < 2.0 ** 64:  # beyond, float32 could overflow: no recency here
             score = w["float32"]["recency_weighted"] * f32(factor)
             order, times = self._by_time()

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 
-_RUN = re.compile(r"[^\W_]+")  # maximal runs of str.isalnum() characters
-_ASCII_SEPARATORS = str.maketrans({chr(i): " " for i in range(128) if not chr(i).isalnum()})
+# Shared with `documents`, which splits whole chunks of text the same way:
+RUN = re.compile(r"[^\W_]+")  # maximal runs of str.isalnum() characters
+ASCII_SEPARATORS = str.maketrans({chr(i): " " for i in range(128) if not chr(i).isalnum()})  # for ASCII text
 # For ASCII, "upper-case" is [A-Z] and "lower-case" [a-z]: a split point lies before an upper-case
 # letter that follows a lower-case one, or that follows an upper-case one and precedes a lower-case one.
 _SPLIT_POINT = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -38,7 +39,7 @@ def split_run(run: str) -> list[str]:
 
 
 def _runs(text: str) -> list[str]:
-    return text.translate(_ASCII_SEPARATORS).split() if text.isascii() else _RUN.findall(text)
+    return text.translate(ASCII_SEPARATORS).split() if text.isascii() else RUN.findall(text)
 
 
 def tokenize(text: str) -> list[str]:
@@ -58,7 +59,7 @@ def document_terms(text: str) -> list[str]:
     """The bag of `tokenize(text)`: every run lower-cased, then the parts of the runs that split."""
     if not text.isascii():
         return tokenize(text)
-    spaced = text.translate(_ASCII_SEPARATORS)
+    spaced = text.translate(ASCII_SEPARATORS)
     lowered = spaced.lower()
     terms = lowered.split()
     if lowered == spaced:  # no upper-case letter: no run can split
