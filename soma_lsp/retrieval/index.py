@@ -375,12 +375,13 @@ class LiveIndex:
     def _prepare(self, records: list[Record]) -> _Batch:
         indptr, slots, counts = self._documents.count([document_fields(r) for r in records])
         component_bags = [T.component_bag(r.architecture) for r in records]
+        dead_ends = [T.is_dead_end(r) for r in records]
         columns = {
             "dl": np.bincount(slots, weights=counts, minlength=len(records)),
             "time": [T.epoch_seconds(r.time) if r.time else np.nan for r in records],
-            "importance": [T.importance(r) for r in records],
+            "importance": [T.importance(r, dead) for r, dead in zip(records, dead_ends)],
             "arch_total": [sum(bag.values()) for bag in component_bags],
-            "dead_end": [T.is_dead_end(r) for r in records],
+            "dead_end": dead_ends,
         }
         return _Batch(records, columns, _Prepared.of(_Segment(indptr, slots, counts)),
                       self._components.prepare(component_bags))

@@ -118,7 +118,7 @@ def is_dead_end(record: Record) -> bool:
     moved strictly the wrong way — a non-finite value counts as the wrong way."""
     if record.status in _DEAD_STATUSES:
         return True
-    verdicts = [m.moved_wrong_way for m in record.metrics if m.moved_wrong_way is not None]
+    verdicts = [verdict for m in record.metrics if (verdict := m.moved_wrong_way) is not None]
     return bool(verdicts) and all(verdicts)
 
 
@@ -135,15 +135,16 @@ def effect(record: Record) -> float:
     return min(1.0, best)
 
 
-def importance(record: Record) -> float:
+def importance(record: Record, dead_end: bool | None = None) -> float:
     """base = r.importance if given, else 0.5·[headline] + 0.2·[notes or details] + 0.3·effect;
-    a dead end with a headline gets max(base, DEAD_END_IMPORTANCE_FLOOR)."""
+    a dead end with a headline gets max(base, DEAD_END_IMPORTANCE_FLOOR). `dead_end`, when the caller
+    knows it already, is `is_dead_end(record)`."""
     if record.importance is not None:
         base = record.importance
     else:
         base = (0.5 * bool(record.headline) + 0.2 * bool(record.notes or record.details)
                 + 0.3 * effect(record))
-    if record.headline and is_dead_end(record):
+    if record.headline and (is_dead_end(record) if dead_end is None else dead_end):
         return max(base, DEAD_END_IMPORTANCE_FLOOR)
     return base
 
