@@ -36,7 +36,8 @@ class _RunIds(dict):
         self.others_start: list[int] = [0]
         self.others_count: list[int] = [0]
         self.others: list[int] = []
-        self._arrays: tuple[np.ndarray, ...] | None = None
+        self._buffers = tuple(np.zeros(0, np.int64) for _ in range(4))  # the lists, as far as converted
+        self._converted = (0, 0, 0, 0)
 
     def __missing__(self, run: str) -> int:
         keys = [self.vocabulary.setdefault(term, len(self.vocabulary)) for term in tokenize(run)]
@@ -48,14 +49,26 @@ class _RunIds(dict):
         return run_id
 
     def arrays(self) -> tuple[np.ndarray, ...]:
-        """The four lists as numpy arrays, converted only as far as they grew since the last call (so a
-        one-record update does not pay for the whole pool's runs)."""
+        """The four lists as numpy arrays, converted only as far as they grew since the last call, into
+        buffers that grow by doubling (so neither a one-record update nor a chunk of records that each
+        bring new runs pays for all the pool's runs again)."""
         lists = (self.first, self.others_start, self.others_count, self.others)
-        if self._arrays is None or self._arrays[0].size != len(self.first):  # all grow with `first`
-            done = self._arrays or tuple(np.zeros(0, np.int64) for _ in lists)
-            self._arrays = tuple(np.concatenate([old, np.asarray(new[old.size:], dtype=np.int64)])
-                                 for old, new in zip(done, lists))
-        return self._arrays
+        if self._converted[0] != len(self.first):  # all grow with `first`
+            self._buffers = tuple(_appended(buffer, done, values)
+                                  for buffer, done, values in zip(self._buffers, self._converted, lists))
+            self._converted = tuple(len(values) for values in lists)
+        return tuple(buffer[:size] for buffer, size in zip(self._buffers, self._converted))
+
+
+def _appended(buffer: np.ndarray, done: int, values: list[int]) -> np.ndarray:
+    """`buffer[:done]` followed by `values[done:]`: in place while the capacity lasts, else in a buffer
+    twice as large."""
+    if len(values) > buffer.size:
+        grown = np.empty(max(len(values), 2 * buffer.size), dtype=np.int64)
+        grown[:done] = buffer[:done]
+        buffer = grown
+    buffer[done:len(values)] = values[done:]
+    return buffer
 
 
 class DocumentCounter:
