@@ -158,8 +158,10 @@ class _Postings:
             self.segments.append(_Segment(s.indptr, s.slots + np.int32(first_slot), s.counts))
 
     def forget(self, doc_freq: np.ndarray) -> None:
-        """Removed records no longer count in document frequencies (`doc_freq`: theirs, per key)."""
-        self.doc_freq[: doc_freq.size] -= doc_freq
+        """Removed records no longer count in document frequencies (`doc_freq`: theirs, per key; keys
+        past the committed ones — named by a writer, never posted — hold 0)."""
+        n = min(doc_freq.size, self.doc_freq.size)
+        self.doc_freq[:n] -= doc_freq[:n]
 
     def doc_freq_of(self, bags: Iterable[Mapping[str, float]]) -> np.ndarray:
         keys = np.fromiter((self.vocabulary[name] for bag in bags for name in bag), dtype=np.int64)
