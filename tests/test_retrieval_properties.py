@@ -201,3 +201,20 @@ def test_a_small_contribution_cache_stays_bounded_and_changes_nothing(records, q
         cache = index._contributions
         assert cache.held == sum(held for _, held in cache.parts.values())
         assert cache.held <= budget or len(cache.parts) <= 1
+
+
+def test_the_margin_keeps_a_near_tie_exact():
+    """Two records 3e-8 apart whose float32 approximations come in the other order (found by search):
+    the cut ranking still returns the exact best. Without the margin it would not — the last assertion
+    shows this test can fail (it may need a new pair if the float32 assembly changes)."""
+    records = [parse_record({"id": "r0", "name": "rope warmup", "notes": "theta", "importance": 0.9732952635137732}),
+               parse_record({"id": "r1", "name": "theta theta", "notes": "moe rope theta gate layer",
+                             "importance": 0.9732951646885362})]
+    index = LiveIndex(records)
+    full = index.rank(RetrievalQuery(text="rope theta norm", limit=None))
+    assert [r.record.id for r in full] == ["r0", "r1"] and 0 < full[0].score - full[1].score < 1e-7
+    assert [r.record.id for r in index.rank(RetrievalQuery(text="rope theta norm", limit=1))] == ["r0"]
+    top_within = index_module._top_within
+    no_margin = lambda score, limit, margin, blocks=1024: top_within(score, limit, 0.0, blocks)  # noqa: E731
+    with mock.patch.object(index_module, "_top_within", no_margin):
+        assert [r.record.id for r in index.rank(RetrievalQuery(text="rope theta norm", limit=1))] == ["r1"]
