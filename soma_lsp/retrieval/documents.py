@@ -60,6 +60,12 @@ class _RunIds(dict):
         return tuple(buffer[:size] for buffer, size in zip(self._buffers, self._converted))
 
 
+def _runs_of(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each run of equal values of a sorted array starts, and how long it is."""
+    starts = np.flatnonzero(np.concatenate((ordered[:1] == ordered[:1], ordered[1:] != ordered[:-1])))
+    return starts, np.diff(np.append(starts, ordered.size))
+
+
 def _appended(buffer: np.ndarray, done: int, values: list[int]) -> np.ndarray:
     """`buffer[:done]` followed by `values[done:]`: in place while the capacity lasts, else in a buffer
     twice as large."""
@@ -114,13 +120,11 @@ class DocumentCounter:
             codes.extend([keys * n + rows] * weight)
         code = np.concatenate(codes)
         code.sort()
-        starts = np.flatnonzero(np.concatenate((code[:1] == code[:1], code[1:] != code[:-1])))
-        counts = np.diff(np.append(starts, code.size)).astype(np.float32)
+        starts, counts = _runs_of(code)
         unique = code[starts]
         keys = unique // n
-        key_starts = np.flatnonzero(np.concatenate((keys[:1] == keys[:1], keys[1:] != keys[:-1])))
-        lengths = np.diff(np.append(key_starts, keys.size))
-        return keys[key_starts], lengths, (unique - keys * n + first_row).astype(np.int32), counts
+        key_starts, lengths = _runs_of(keys)
+        return keys[key_starts], lengths, (unique - keys * n + first_row).astype(np.int32), counts.astype(np.float32)
 
     def _field_runs(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """Run ids of every text's runs and the row (text index) of each."""

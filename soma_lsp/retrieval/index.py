@@ -167,11 +167,12 @@ class _Postings:
         keys = np.fromiter((self.vocabulary[name] for bag in bags for name in bag), dtype=np.int64)
         return np.bincount(keys, minlength=self.doc_freq.size)
 
-    def lookup(self, key: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    def lookup(self, key: int) -> Iterator[tuple[_Segment, np.ndarray, np.ndarray]]:
+        """(segment, slots, counts) of each segment that posts this key."""
         for segment in self.segments:
             found = segment.postings(key)
             if found is not None:
-                yield found
+                yield segment, *found
 
     def tidied(self, keep: np.ndarray, compact: bool) -> list[_Segment]:
         """The segment list after merging the newest MERGE_FANOUT segments while the newer ones
@@ -218,8 +219,8 @@ class _Contributions:
     1/DENSE_FRACTION of the records (adding a dense vector costs far less than scattering that many
     postings). Least recently used entries go once `budget` bytes are held; a term's slots are a view
     of its segment, so only the float32 part counts (native-integer copies of the slots scatter ~1.3×
-    faster but hold 1.5× as much: at 1M records the benchmark's 50-query cycle then outgrew the budget
-    and every query refilled the cache). Used under the index's read lock."""
+    faster but hold 1.5× as much; with cached component minima they pushed the 1M benchmark's working
+    set past the budget, see docs/decisions.md). Used under the index's read lock."""
 
     def __init__(self, budget: int = 1 << 29) -> None:
         self.budget = budget
@@ -543,7 +544,7 @@ class LiveIndex:
             bm25, posted_here = np.zeros(self._columns.size), np.zeros(self._columns.size, dtype=bool)
             for row, (key, idf_t) in enumerate(zip(q.keys.tolist(), q.idf)):
                 posted_here[:] = False
-                for posted, tf in self._terms.lookup(key):
+                for _, posted, tf in self._terms.lookup(key):
                     bm25[posted] += _contribution(idf_t, tf, norm[posted])  # distinct within a segment
                     posted_here[posted] = True
                 matched[row] = posted_here[slots]
@@ -585,11 +586,7 @@ class LiveIndex:
             key = self._components.key(name)
             if key is None:
                 continue
-            for segment in self._components.segments:
-                postings = segment.postings(key)
-                if postings is None:
-                    continue
-                slots, counts = postings
+            for segment, slots, counts in self._components.lookup(key):
                 floor = floors.get((segment, key))
                 if floor is None:
                     floor = floors[(segment, key)] = float(counts.min())
@@ -759,7 +756,6 @@ class LiveIndex:
             "table": table, "classes": classes, "t_ref": t_ref,
             "structural_applies": structural_applies, "recency_applies": recency_applies,
             "effective": effective, "importance": table[:, 3][classes] * columns.view("importance"),
-            "recency_base": recency_base,
         }
         weighting["float32"] = {  # the same, rounded, for `_candidates`
             name: np.asarray(values, dtype=np.float32) for name, values in (
