@@ -31,6 +31,7 @@ import numpy as np
 
 from ..gcpause import collector_paused
 from ..records import Record
+from ..stored import RecordList, RecordStore
 from . import terms as T
 from .model import TERMS, RetrievalQuery, ScoreComponents, ScoredRecord
 from .documents import DocumentCounter
@@ -126,6 +127,21 @@ class _Postings:
         self.doc_freq = np.zeros(0, dtype=np.int64)
         self.segments: list[_Segment] = []
 
+    def export(self) -> tuple[dict[str, int], np.ndarray, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+        """Vocabulary (the committed keys only), document frequencies and segments, copied where mutable."""
+        known = self.doc_freq.size
+        vocabulary = {name: key for name, key in self.vocabulary.items() if key < known} \
+            if len(self.vocabulary) > known else dict(self.vocabulary)
+        return vocabulary, self.doc_freq.copy(), [(s.indptr, s.slots, s.counts) for s in self.segments]
+
+    @classmethod
+    def restored(cls, vocabulary: dict[str, int], doc_freq: np.ndarray,
+                 segments: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> "_Postings":
+        postings = cls()
+        postings.vocabulary, postings.doc_freq = vocabulary, np.array(doc_freq, dtype=np.int64)
+        postings.segments = [_Segment(*arrays) for arrays in segments]
+        return postings
+
     def key(self, name: str) -> int | None:
         """The key of a name the committed postings know (a writer may have named newer ones)."""
         key = self.vocabulary.get(name)
@@ -210,6 +226,22 @@ class _Batch:
     columns: dict[str, list]
     terms: _Prepared
     components: _Prepared
+
+
+@dataclass(frozen=True, slots=True)
+class IndexState:
+    """A `LiveIndex` as plain values (see `LiveIndex.export`): per slot its record (a `Record`, a store
+    position, or None once removed) and columns; ids → slots; each postings kind as (vocabulary,
+    document frequencies, segments as (indptr, slots, counts)); `code` ties; the total document length."""
+
+    records: list[Record | int | None]
+    slot_of: dict[str, int]
+    columns: dict[str, np.ndarray]
+    terms: tuple[dict[str, int], np.ndarray, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]
+    components: tuple[dict[str, int], np.ndarray, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]
+    ties: dict[str, set[str]]
+    total_dl: float
+    dead_slots: int
 
 
 class _Contributions:
@@ -313,7 +345,7 @@ class LiveIndex:
         self._lock = threading.RLock()  # readers, and the short commit of an update
         self._write_lock = threading.Lock()  # one writer at a time
         self._columns = _Columns()
-        self._slot_records: list[Record | None] = []
+        self._slot_records = RecordList()  # per slot: its record (None once removed)
         self._slot_of: dict[str, int] = {}
         self._terms = _Postings()
         self._documents = DocumentCounter(self._terms.vocabulary)  # writers only
@@ -374,6 +406,34 @@ class LiveIndex:
                 self.version += 1
                 self._layout += 1
             self._tidy()
+
+    def export(self) -> "IndexState":
+        """What `restore` needs to stand this index up again, copied (segments are immutable, shared)."""
+        with self._write_lock, self._lock:
+            columns = self._columns
+            return IndexState(
+                records=list(self._slot_records.items), slot_of=dict(self._slot_of),
+                columns={name: columns.view(name).copy() for name in _Columns.FIELDS},
+                terms=self._terms.export(), components=self._components.export(),
+                ties={path: set(ids) for path, ids in self._ties.items()}, total_dl=self._total_dl,
+                dead_slots=self._dead_slots)
+
+    def restore(self, state: "IndexState", store: RecordStore | None) -> None:
+        """Replace everything with an exported state whose int records are positions in `store`."""
+        with self._write_lock, self._lock:
+            columns = _Columns()
+            columns.grow(len(state.records))
+            for name in _Columns.FIELDS:
+                columns.view(name)[:] = state.columns[name]
+            self._columns = columns
+            self._slot_records = RecordList(state.records, store)
+            self._slot_of = state.slot_of
+            self._terms = _Postings.restored(*state.terms)
+            self._components = _Postings.restored(*state.components)
+            self._documents = DocumentCounter(self._terms.vocabulary)
+            self._ties, self._total_dl, self._dead_slots = state.ties, state.total_dl, state.dead_slots
+            self.version += 1
+            self._layout += 1
 
     def _prepare(self, records: list[Record]) -> _Batch:
         indptr, slots, counts = self._documents.count([document_fields(r) for r in records])
@@ -451,8 +511,9 @@ class LiveIndex:
         for name in _Columns.FIELDS:
             fresh.view(name)[:] = old.view(name)[live_slots]
         self._columns = fresh
-        self._slot_records = [self._slot_records[s] for s in live_slots.tolist()]
-        self._slot_of = {r.id: i for i, r in enumerate(self._slot_records)}
+        ids = {slot: i for i, slot in self._slot_of.items()}
+        self._slot_records = self._slot_records.taken(live_slots.tolist())
+        self._slot_of = {ids[slot]: i for i, slot in enumerate(live_slots.tolist())}
         for postings in (self._terms, self._components):
             postings.segments = [_Segment(s.indptr, new_of_old[s.slots].astype(np.int32), s.counts)
                                  for s in postings.segments]

@@ -1,0 +1,124 @@
+"""Records kept as bytes until first used: what lets a restart skip building 100k `Record`s.
+
+A restart from a snapshot (`pool.snapshot`) needs every record's id, postings and columns at once,
+but a record itself only when something shows it. `RecordStore` holds each record as a `marshal`ed
+tuple of plain values and builds the `Record` on first access (then keeps it, so every holder sees
+the same object); `RecordList` is a list whose items may still be store positions.
+"""
+
+from __future__ import annotations
+
+import marshal
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import numpy as np
+
+from .records import Record, Source, Status, _new_metric, _new_record, _new_tie
+
+_STATUS = {status.value: status for status in Status}
+_ZONES: dict[float, timezone] = {}
+
+
+def encode(record: Record, path_ids: dict[str, int]) -> bytes:
+    """The record as bytes for `RecordStore` (its source path as an id into the store's path table).
+    Raises ValueError when its `extra` holds a value `marshal` cannot store (say a YAML timestamp)."""
+    source = record.source or Source("")
+    return marshal.dumps((
+        record.id, record.name, record.status.value, _moment(record.created_at), _moment(record.finished_at),
+        record.headline, record.details, record.notes, record.architecture,
+        tuple((m.name, m.value, m.baseline, m.goal) for m in record.metrics),
+        tuple((t.path, t.symbol) for t in record.code), record.commit, record.tags, record.url,
+        record.importance, dict(record.extra), path_ids.setdefault(source.path, len(path_ids)), source.line,
+        record.warnings))
+
+
+def _moment(value: datetime | None) -> tuple[str, float | None] | None:
+    if value is None:
+        return None
+    offset = value.utcoffset()
+    return value.replace(tzinfo=None).isoformat(), None if offset is None else offset.total_seconds()
+
+
+def _datetime(value: tuple[str, float | None] | None) -> datetime | None:
+    if value is None:
+        return None
+    text, offset = value
+    moment = datetime.fromisoformat(text)
+    if offset is None:
+        return moment
+    zone = _ZONES.get(offset)
+    if zone is None:
+        zone = _ZONES[offset] = timezone(timedelta(seconds=offset))
+    return moment.replace(tzinfo=zone)
+
+
+class RecordStore:
+    """Encoded records (`blob[offsets[i]:offsets[i + 1]]`), decoded once each on first access."""
+
+    def __init__(self, blob: Any, offsets: np.ndarray, paths: Sequence[str]) -> None:
+        self._blob = memoryview(blob)
+        self._offsets = offsets.tolist()
+        self._paths = list(paths)
+        self._built: list[Record | None] = [None] * (len(self._offsets) - 1)
+
+    def __len__(self) -> int:
+        return len(self._built)
+
+    @property
+    def paths(self) -> list[str]:
+        """The source paths the encoded records name by position."""
+        return self._paths
+
+    def __getitem__(self, i: int) -> Record:
+        record = self._built[i]
+        if record is None:
+            record = self._built[i] = self._decode(i)
+        return record
+
+    def encoded(self, i: int) -> bytes:
+        """Record i's bytes as stored (valid for a store with the same path table)."""
+        return bytes(self._blob[self._offsets[i]:self._offsets[i + 1]])
+
+    def _decode(self, i: int) -> Record:
+        (id_, name, status, created, finished, headline, details, notes, architecture, metrics, code, commit,
+         tags, url, importance, extra, path, line, warnings) = marshal.loads(
+            self._blob[self._offsets[i]:self._offsets[i + 1]])
+        return _new_record(id_, name, _STATUS[status], _datetime(created), _datetime(finished), headline, details,
+                           notes, architecture, tuple(_new_metric(*m) for m in metrics),
+                           tuple(_new_tie(*t) for t in code), commit, tags, url, importance, extra,
+                           Source(self._paths[path], line), warnings)
+
+
+class RecordList:
+    """A list of records (or None) whose items may still be positions in a `RecordStore`."""
+
+    __slots__ = ("items", "store")
+
+    def __init__(self, items: Iterable[Record | int | None] = (), store: RecordStore | None = None) -> None:
+        self.items: list[Record | int | None] = list(items)
+        self.store = store
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> Any:
+        item = self.items[i]
+        if type(item) is int:
+            item = self.items[i] = self.store[item]
+        return item
+
+    def __setitem__(self, i: int, value: Record | None) -> None:
+        self.items[i] = value
+
+    def __iter__(self) -> Iterator[Any]:
+        return map(self.__getitem__, range(len(self.items)))
+
+    def extend(self, records: Iterable[Record]) -> None:
+        self.items.extend(records)
+
+    def taken(self, positions: Iterable[int]) -> "RecordList":
+        """The items at these positions, still unbuilt where they were."""
+        items = self.items
+        return RecordList([items[i] for i in positions], self.store)
