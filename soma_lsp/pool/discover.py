@@ -69,6 +69,7 @@ def normalize(path: str | os.PathLike) -> str:
 class Listed:
     path: str
     size: int
+    stamp: tuple[int, int, int] | None = None  # (size, mtime_ns, inode), as `FileLoad.stamp`
 
 
 class Roots:
@@ -169,17 +170,20 @@ class Roots:
                             seen_dirs.add(entry.path)
                             stack.append(entry.path)
                             continue
-                        if os.path.splitext(name)[1].lower() not in SUFFIXES:
+                        dot = name.rfind(".")  # (hidden names, with a leading dot, are skipped above)
+                        if dot < 0 or name[dot:].lower() not in SUFFIXES:
                             continue
                         try:
-                            size = entry.stat().st_size
+                            status = entry.stat()
                         except OSError as error:
                             if error.errno == errno.ELOOP:  # a file symlink loop
                                 problems.append(Problem(entry.path, 0, "", "symlink loop; not loaded", "error",
                                                         "symlink"))
                                 continue
-                            size = 0  # vanished or unreadable: load_file reports it
-                        found.setdefault(entry.path, Listed(entry.path, size))
+                            found.setdefault(entry.path, Listed(entry.path, 0))  # load_file reports it
+                            continue
+                        found.setdefault(entry.path, Listed(entry.path, status.st_size, (
+                            status.st_size, status.st_mtime_ns, status.st_ino)))
                     except OSError:
                         continue
         return [found[p] for p in sorted(found)]

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 from ..gcpause import collector_paused
 from ..records import Record
+from ..stored import RecordStore
+from . import snapshot
 from .discover import Roots, normalize
 from .loader import MAX_JSON_BYTES, MAX_YAML_BYTES, FileLoad, load_file
 from .problems import Problem
@@ -50,12 +52,17 @@ class LivePool:
 
     def __init__(self, roots: Iterable[str | os.PathLike], index=None, *, batch_records: int = 20_000,
                  batch_files: int = 500, max_json_bytes: int = MAX_JSON_BYTES,
-                 max_yaml_bytes: int = MAX_YAML_BYTES) -> None:
+                 max_yaml_bytes: int = MAX_YAML_BYTES, cache_dir: str | os.PathLike | None = None) -> None:
+        """`cache_dir`: where snapshots live (see `pool.snapshot`); None for none. Only an indexed pool
+        uses them."""
         self._roots = Roots(roots)
         self.index = index
         self.batch_records = batch_records
         self.batch_files = batch_files
         self._limits = {"max_json_bytes": max_json_bytes, "max_yaml_bytes": max_yaml_bytes}
+        self.snapshot_path = None if cache_dir is None or index is None else \
+            snapshot.snapshot_path(cache_dir, self._roots.paths, self._limits)
+        self._store: RecordStore | None = None  # records of a restored snapshot, built as they are used
         self._lock = threading.RLock()  # the pool's own state (files, claims, problems)
         self._apply_lock = threading.Lock()  # one applier at a time
         self._pending: set[str] = set()
@@ -63,13 +70,15 @@ class LivePool:
         self._files: dict[str, FileLoad] = {}
         self._by_dir: dict[str, set[str]] = {}
         self._claims: dict[str, list[tuple[str, int]]] = {}  # id -> sorted (path, ordinal) occurrences
-        self._visible: dict[str, Record] = {}
+        self._visible: dict[str, Record | int] = {}  # int: a position in `_store`
         self._dups: dict[str, list[Problem]] = {}  # id -> problems of its losing occurrences
         self._extra: dict[str, list[Problem]] = {}  # path -> listing problems (symlinks, vanished files)
         self._problem_files: set[str] = set()  # loaded files with problems of their own
         self._subscribers: list[Callable[[PoolChange], None]] = []
         self.version = 0
         self.loading = False
+        self.unsaved = False  # changed since the snapshot was restored or saved
+        self.restored = 0  # files the last load took from the snapshot (not read)
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -87,32 +96,44 @@ class LivePool:
         return len(self._visible)
 
     def get(self, record_id: str) -> Record | None:
-        return self._visible.get(record_id)
+        return self._built(self._visible.get(record_id))
 
     def records(self) -> list[Record]:
         """The visible records, in id order."""
         with self._lock:
-            return [self._visible[i] for i in sorted(self._visible)]
+            return [self._built(self._visible[i]) for i in sorted(self._visible)]
+
+    def _built(self, record: Record | int | None) -> Record | None:
+        return self._store[record] if type(record) is int else record
 
     def problems_for(self, path: str) -> list[Problem]:
         """The problems of one file (its own, listing problems, and its duplicate ids), by line."""
         with self._lock:
-            found = list(self._extra.get(path, ()))
-            load = self._files.get(path)
-            if load is not None:
-                found.extend(load.problems)
-                for record_id in dict.fromkeys(r.id for r in load.records):
-                    found.extend(p for p in self._dups.get(record_id, ()) if p.path == path)
-            return sorted(found, key=lambda p: (p.line, p.severity != "error"))
+            return self._problems_of(path, self._duplicates_by_path().get(path, ()))
 
     @property
     def problems(self) -> dict[str, list[Problem]]:
         """Every file with problems → its problems by line, files in path order."""
         with self._lock:
-            paths = set(self._extra)
-            paths.update(self._problem_files)
-            paths.update(p.path for dups in self._dups.values() for p in dups)
-            return {path: self.problems_for(path) for path in sorted(paths)}
+            duplicates = self._duplicates_by_path()
+            paths = set(self._extra) | self._problem_files | duplicates.keys()
+            return {path: self._problems_of(path, duplicates.get(path, ())) for path in sorted(paths)}
+
+    def _duplicates_by_path(self) -> dict[str, list[Problem]]:
+        """Duplicate-id problems by the path of the ignored occurrence (read from the few duplicates,
+        not from a file's records, which may be many and not built yet)."""
+        found: dict[str, list[Problem]] = {}
+        for dups in self._dups.values():
+            for problem in dups:
+                found.setdefault(problem.path, []).append(problem)
+        return found
+
+    def _problems_of(self, path: str, duplicates: Iterable[Problem]) -> list[Problem]:
+        found = list(self._extra.get(path, ()))
+        if path in self._files:
+            found.extend(self._files[path].problems)
+            found.extend(duplicates)
+        return sorted(found, key=lambda p: (p.line, p.severity != "error"))
 
     def summary(self) -> dict:
         """Counts for a status line or `soma-lsp check`: records, files, errors, warnings, by kind."""
@@ -133,22 +154,64 @@ class LivePool:
     # -- loading ------------------------------------------------------------------------------
 
     def load(self, progress: Progress | None = None) -> None:
-        """(Re)load every file of every root; files gone since the last load are dropped. `progress(done,
-        total)` is called in bytes, at most about once per percent and at the end."""
+        """(Re)load every file of every root; files gone since the last load are dropped, files whose
+        stamp is unchanged are kept. The first load starts from the snapshot, if there is one to trust.
+        `progress(done, total)` is called in bytes (of the files read), at most about once per percent
+        and at the end."""
         with self._apply_lock, collector_paused():
             self.loading = True
             try:
                 listing_problems: list[Problem] = []
                 listed = self._roots.walk(problems=listing_problems)
+                if not self._files and self.snapshot_path is not None:
+                    self._restore()
                 with self._lock:
                     self._extra = {}
                     for problem in listing_problems:
                         self._extra.setdefault(problem.path, []).append(problem)
                     gone = set(self._files) - {item.path for item in listed}
-                sizes = {item.path: item.size for item in listed}
+                    files = self._files
+                    sizes = {item.path: item.size for item in listed
+                             if item.stamp is None or item.path not in files or files[item.path].stamp != item.stamp}
+                    self.restored = len(listed) - len(sizes) if self._store is not None else 0
                 self._run(sorted(sizes.keys() | gone), sizes, progress, frozenset(gone))
             finally:
                 self.loading = False
+
+    def _restore(self) -> None:
+        """Stand the pool and its index up from the snapshot (`load` then reads what changed since)."""
+        state = snapshot.read(self.snapshot_path)
+        if state is None:
+            return
+        with self._lock:
+            self._files = {load.path: load for load in state.files}
+            self._by_dir = {}
+            for path in self._files:  # (normalized paths: the head of the last separator is the dirname)
+                self._by_dir.setdefault(path[:max(path.rfind(os.sep), 1)], set()).add(path)
+            self._problem_files = {load.path for load in state.files if load.problems}
+            self._claims, self._visible, self._dups, self._store = state.claims, state.visible, state.dups, state.store
+            self.index.restore(state.index, state.store)
+            self.version += 1
+            self.unsaved = False
+        log.info("pool restored from %s: %d records", self.snapshot_path, len(self._visible))
+
+    def save_snapshot(self) -> bool:
+        """Write the snapshot of the pool as it stands (a consistent cut: no update is applied while
+        it is taken; records are encoded after). False when there is nowhere to write or it failed."""
+        if self.snapshot_path is None:
+            return False
+        with self._apply_lock, self._lock:
+            state = snapshot.PoolState([self._files[p] for p in sorted(self._files)],
+                                       {i: list(claims) for i, claims in self._claims.items()}, {},
+                                       dict(self._dups), self.index.export(), self._store)
+            self.unsaved = False
+        try:
+            snapshot.write(self.snapshot_path, state)
+        except OSError as error:
+            log.warning("could not write the pool snapshot %s: %s", self.snapshot_path, error)
+            self.unsaved = True
+            return False
+        return True
 
     def apply(self, paths: Iterable[str | os.PathLike]) -> None:
         """Re-read these paths (files or directories; created, changed, deleted or renamed — pass both
@@ -305,7 +368,7 @@ class LivePool:
                 if old_dups:
                     changed.update(p.path for p in old_dups)
                 claims = self._claims.get(record_id)
-                visible = self._visible.get(record_id)
+                visible = self._built(self._visible.get(record_id))
                 if not claims:
                     self._claims.pop(record_id, None)
                     if visible is not None:
@@ -331,6 +394,7 @@ class LivePool:
             if self.index is not None and (add or remove):
                 self.index.update(add=add, remove=remove)
             self.version += 1
+            self.unsaved = True
             change = PoolChange(tuple(sorted(changed)), tuple(sorted(r.id for r in add)), tuple(sorted(remove)),
                                 self.version)
         for callback in list(self._subscribers):

@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,7 @@ import orjson
 import yaml
 
 from ..records import Record, RecordError, Source, parse_record
+from ..stored import RecordList
 from .problems import Problem
 
 MiB = 1 << 20
@@ -38,6 +40,7 @@ MAX_YAML_BYTES = 16 * MiB
 YAML_EXPANSION_LIMIT = 1_000_000  # nodes a document may expand to through aliases (or 10x its own size)
 PROGRESS_BYTES = 4 * MiB
 BOM = b"\xef\xbb\xbf"
+RACY_NS = 2_000_000_000  # a file modified this recently is not trusted to keep its stamp (see FileLoad.stamp)
 
 SUFFIXES = {".json": "json", ".jsonl": "jsonl", ".yaml": "yaml", ".yml": "yaml"}
 
@@ -51,14 +54,18 @@ class FileLoad:
     """What one file holds: its valid records in line order, and its problems."""
 
     path: str
-    records: list[Record] = field(default_factory=list)
+    records: list[Record] | RecordList = field(default_factory=list)  # RecordList: restored from a snapshot
     problems: list[Problem] = field(default_factory=list)
     exists: bool = True
     size: int = 0
-    #: `.jsonl` only: a 16-byte digest of each valid line's bytes → its record, so that re-reading a
-    #: file that grew or changed in a few lines reuses the records of the lines that did not change
-    #: (the same objects: the index is not touched for them).
-    line_records: dict[bytes, Record] | None = field(default=None, repr=False, compare=False)
+    #: (size, mtime_ns, inode) as the file was opened — what a snapshot's restart compares with the
+    #: listing — or None when it was modified less than RACY_NS before: a write within the clock's
+    #: granularity could then leave the stamp as it is, so such a file is always read again
+    stamp: tuple[int, int, int] | None = None
+    #: `.jsonl` only: a 16-byte digest of each valid line's bytes → the position of its record in
+    #: `records`, so that re-reading a file that grew or changed in a few lines reuses the records of
+    #: the lines that did not change (the same objects: the index is not touched for them).
+    line_records: dict[bytes, int] | None = field(default=None, repr=False, compare=False)
 
 
 def file_format(path: str) -> str | None:
@@ -77,10 +84,12 @@ def load_file(path: str | os.PathLike, *, max_json_bytes: int = MAX_JSON_BYTES,
     fmt = file_format(path) or "json"
     try:
         with open(path, "rb") as f:
-            size = out.size = os.fstat(f.fileno()).st_size
+            status = os.fstat(f.fileno())
+            size = out.size = status.st_size
+            if time.time_ns() - status.st_mtime_ns >= RACY_NS:
+                out.stamp = (size, status.st_mtime_ns, status.st_ino)
             if fmt == "jsonl":
-                _load_jsonl(f, out, max_json_bytes, progress,
-                            previous.line_records if previous is not None else None)
+                _load_jsonl(f, out, max_json_bytes, progress, previous)
                 return out
             limit = max_yaml_bytes if fmt == "yaml" else max_json_bytes
             if size > limit:
@@ -274,14 +283,14 @@ def _json_trailer(text: str, position: int, out: FileLoad) -> None:
 
 
 def _load_jsonl(f, out: FileLoad, max_line: int, progress: Callable[[int], None] | None,
-                previous: dict[bytes, Record] | None) -> None:
+                previous: FileLoad | None) -> None:
     """One record per non-empty line, streamed; a bad line is reported and the next one still loads."""
     path = out.path
     readline = f.readline
     number = -1
     done = reported = 0
     line_records = out.line_records = {}
-    previous = previous or {}
+    known_lines = (previous.line_records if previous is not None else None) or {}
     digest = hashlib.blake2b
     while True:
         raw = readline(max_line + 1)
@@ -306,11 +315,12 @@ def _load_jsonl(f, out: FileLoad, max_line: int, progress: Callable[[int], None]
         if raw.isspace() or not raw:
             continue
         key = digest(raw.rstrip(b"\r\n"), digest_size=16).digest()
-        known = previous.get(key)
-        if known is not None:  # an unchanged line: the same record, at its (possibly new) line
+        position = known_lines.get(key)
+        if position is not None:  # an unchanged line: the same record, at its (possibly new) line
+            known = previous.records[position]
             if known.source is None or known.source.line != number or known.source.path != path:
                 known = dataclasses.replace(known, source=Source(path, number))
-            line_records[key] = known
+            line_records[key] = len(out.records)
             _keep_record(out, known, number)
             continue
         records_before = len(out.records)
@@ -328,7 +338,7 @@ def _load_jsonl(f, out: FileLoad, max_line: int, progress: Callable[[int], None]
         if isinstance(value, dict):
             _add_record(out, value, number)
             if len(out.records) > records_before:
-                line_records[key] = out.records[-1]
+                line_records[key] = records_before
         else:
             _not_a_record(out, value, number, "one record (an object) per line")
 

@@ -1,0 +1,203 @@
+"""A loaded pool and its index on disk, so that a restart on an unchanged pool reads no record file.
+
+One file per set of roots, in the user's cache directory (never in a pool): a `marshal` header — the
+pool's files with their stamps and problems, the duplicate-id claims, the index's ids, vocabularies
+and ties — then raw arrays (postings, columns) and the records as bytes, which are decoded only when
+something shows them (`stored.RecordStore`). The file is mapped, not read, so a restart touches only
+what it uses.
+
+Never stale: `LivePool.load` takes a file from the snapshot only when the listing's stamp (size,
+mtime_ns, inode) equals the stamp the file had when it was read, and that stamp was not racy
+(`FileLoad.stamp`); every other file — changed, new, gone, racy — is read again and applied as an
+ordinary update. The snapshot's name keys the roots, the load limits, the format and the package
+version, so nothing else ever sees it.
+
+Trusted only as far as it is ours: written 0600 into a 0700 directory and replaced atomically; one
+owned by someone else, writable by others, truncated, or of another format is ignored (`marshal` is
+not meant for untrusted bytes), and any failure to read it falls back to reading the pool.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import marshal
+import mmap
+import os
+import stat
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from .. import __version__
+from ..records import Record
+from ..retrieval.index import IndexState
+from ..stored import RecordList, RecordStore, encode
+from .loader import FileLoad
+from .problems import Problem
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1
+MAGIC = b"SOMASNAP"
+ALIGN = 64
+PREFIX = len(MAGIC) + 16  # the magic, the file's size and the header's
+
+
+def cache_directory(environ: Mapping[str, str]) -> Path:
+    """`$SOMA_CACHE_DIR`, else `$XDG_CACHE_HOME/soma-lsp`, else `~/.cache/soma-lsp`."""
+    if environ.get("SOMA_CACHE_DIR"):
+        return Path(environ["SOMA_CACHE_DIR"])
+    base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "soma-lsp"
+
+
+def snapshot_path(directory: str | os.PathLike, roots: Iterable[str], limits: Mapping[str, int]) -> Path:
+    key = repr((FORMAT, __version__, sorted(roots), sorted(limits.items()))).encode()
+    return Path(directory) / f"pool-{hashlib.blake2b(key, digest_size=16).hexdigest()}.snapshot"
+
+
+@dataclass(slots=True)
+class PoolState:
+    """A pool's state as `LivePool` keeps it (records as `Record`s or positions in `store`)."""
+
+    files: list[FileLoad]  # in path order
+    claims: dict[str, list[tuple[str, int]]]
+    visible: dict[str, Record | int]
+    dups: dict[str, list[Problem]]
+    index: IndexState
+    store: RecordStore | None
+
+
+# -- writing -------------------------------------------------------------------------------------
+
+def write(path: Path, state: PoolState) -> None:
+    """Write the snapshot next to its final name, then move it there (a reader sees old or new)."""
+    path_ids = {p: i for i, p in enumerate(state.store.paths)} if state.store is not None else {}  # grows
+    chunks: list[bytes] = []
+    start_of: dict[str, int] = {}
+    files = []
+    for load in state.files:
+        start_of[load.path] = len(chunks)
+        stamp = load.stamp
+        items = load.records.items if isinstance(load.records, RecordList) else load.records
+        for item in items:
+            if type(item) is int:
+                chunks.append(state.store.encoded(item))
+                continue
+            try:
+                chunks.append(encode(item, path_ids))
+            except ValueError:  # an `extra` value marshal cannot hold: keep the rest, read the file again
+                chunks.append(encode(_without_extra(item), path_ids))
+                stamp = None
+        files.append((load.path, len(chunks) - start_of[load.path], stamp, load.size, load.exists,
+                      [_problem(p) for p in load.problems], load.line_records))
+    visible = {record_id: start_of[claims[0][0]] + claims[0][1] for record_id, claims in state.claims.items()}
+    index = state.index
+    slot_positions = np.full(len(index.records), -1, dtype=np.int64)
+    for record_id, slot in index.slot_of.items():
+        slot_positions[slot] = visible[record_id]
+    offsets = np.zeros(len(chunks) + 1, dtype=np.int64)
+    np.cumsum([len(c) for c in chunks], out=offsets[1:])
+    arrays: dict[str, np.ndarray] = {"offsets": offsets, "slot_positions": slot_positions,
+                                     **{f"column.{name}": values for name, values in index.columns.items()}}
+    postings = {}
+    for kind, (vocabulary, doc_freq, segments) in (("terms", index.terms), ("components", index.components)):
+        arrays[f"{kind}.doc_freq"] = doc_freq
+        for i, segment in enumerate(segments):
+            for part, values in zip(("indptr", "slots", "counts"), segment):
+                arrays[f"{kind}.{i}.{part}"] = values
+        postings[kind] = (vocabulary, len(segments))
+    blob = b"".join(chunks)
+    layout, at = {}, 0
+    for name, values in arrays.items():
+        layout[name] = (values.dtype.str, values.shape, at)
+        at = _aligned(at + values.nbytes)
+    header = marshal.dumps({
+        "format": FORMAT, "paths": list(path_ids), "files": files, "claims": state.claims, "visible": visible,
+        "dups": {i: [_problem(p) for p in ps] for i, ps in state.dups.items()}, "postings": postings,
+        "slot_of": index.slot_of, "ties": index.ties, "total_dl": index.total_dl,
+        "dead_slots": index.dead_slots, "arrays": layout, "records": (at, len(blob))})
+    body = _aligned(PREFIX + len(header))
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".snapshot-")  # created 0600
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(MAGIC + (body + at + len(blob)).to_bytes(8, "little") + len(header).to_bytes(8, "little") + header)
+            for name, values in arrays.items():
+                f.seek(body + layout[name][2])
+                f.write(np.ascontiguousarray(values).data)
+            f.seek(body + at)
+            f.write(blob)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def _aligned(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN
+
+
+def _problem(p: Problem) -> tuple:
+    return p.path, p.line, p.field, p.message, p.severity, p.kind
+
+
+def _without_extra(record: Record) -> Record:
+    return replace(record, extra={})
+
+
+# -- reading -------------------------------------------------------------------------------------
+
+def read(path: Path) -> PoolState | None:
+    """The snapshot at `path`, or None when there is none we can trust (the reason is logged)."""
+    try:
+        with open(path, "rb") as f:
+            status = os.fstat(f.fileno())
+            if status.st_uid != os.getuid() or status.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+                log.warning("ignoring snapshot %s: not owned by this user or writable by others", path)
+                return None
+            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as error:  # ValueError: an empty file cannot be mapped
+        log.warning("ignoring snapshot %s: %s", path, error)
+        return None
+    try:
+        return _decode(mapped)
+    except Exception as error:  # noqa: BLE001 - a bad snapshot means reading the pool, nothing worse
+        log.warning("ignoring snapshot %s: %r", path, error)
+        return None
+
+
+def _decode(mapped: mmap.mmap) -> PoolState:
+    if mapped[:len(MAGIC)] != MAGIC or int.from_bytes(mapped[len(MAGIC):len(MAGIC) + 8], "little") != len(mapped):
+        raise ValueError("not a snapshot, or truncated")
+    header_size = int.from_bytes(mapped[len(MAGIC) + 8:PREFIX], "little")
+    header = marshal.loads(memoryview(mapped)[PREFIX:PREFIX + header_size])
+    if header.get("format") != FORMAT:
+        raise ValueError("another format")
+    body = _aligned(PREFIX + header_size)
+    arrays = {name: np.frombuffer(mapped, dtype=np.dtype(dtype), count=int(np.prod(shape)), offset=body + at)
+              .reshape(shape) for name, (dtype, shape, at) in header["arrays"].items()}
+    at, size = header["records"]
+    store = RecordStore(memoryview(mapped)[body + at:body + at + size], arrays["offsets"], header["paths"])
+    files, start = [], 0
+    for path, count, stamp, size, exists, problems, line_records in header["files"]:
+        files.append(FileLoad(path, RecordList(range(start, start + count), store),
+                              [Problem(*p) for p in problems], exists, size, stamp, line_records))
+        start += count
+    postings = {kind: (vocabulary, arrays[f"{kind}.doc_freq"],
+                       [tuple(arrays[f"{kind}.{i}.{part}"] for part in ("indptr", "slots", "counts"))
+                        for i in range(segments)])
+                for kind, (vocabulary, segments) in header["postings"].items()}
+    index = IndexState(
+        records=[None if p < 0 else p for p in arrays["slot_positions"].tolist()], slot_of=header["slot_of"],
+        columns={name[len("column."):]: values for name, values in arrays.items() if name.startswith("column.")},
+        terms=postings["terms"], components=postings["components"], ties=header["ties"],
+        total_dl=header["total_dl"], dead_slots=header["dead_slots"])
+    return PoolState(files, header["claims"], header["visible"],
+                     {i: [Problem(*p) for p in ps] for i, ps in header["dups"].items()}, index, store)

@@ -1,0 +1,215 @@
+"""Snapshots: a restart on an unchanged pool reads no file and answers exactly as a fresh load; anything
+changed, new, gone or too recent to trust is read again; a snapshot we cannot trust is ignored."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from soma_lsp.pool import LivePool
+from soma_lsp.pool.snapshot import cache_directory
+from soma_lsp.retrieval import LiveIndex, RetrievalQuery
+from pool_files import rec, write
+
+REPO = Path(__file__).resolve().parent.parent
+QUERIES = [RetrievalQuery(text="rotary attention loss spike", architecture=["Attention", "RMSNorm"], limit=5,
+                          now=None),
+           RetrievalQuery(text="run warmup", limit=None)]
+
+
+def settle(root: Path, seconds_ago: float = 60) -> None:
+    """Date every file under root back, so that their stamps are old enough to be trusted."""
+    past = time.time() - seconds_ago
+    for path in root.rglob("*"):
+        if path.is_file():
+            os.utime(path, (past, past))
+
+
+def varied_pool(root: Path) -> None:
+    write(root / "a" / "one.json", rec(1, conclusion={"headline": "rotary attention"}, created_at="2026-01-02T03:04:05",
+                                       finished_at="2026-01-03T00:00:00+05:30", status="finished",
+                                       architecture={"Attention": 2, "RMSNorm": 1}, owner={"team": ["x", 1.5]},
+                                       metrics={"loss": "NaN", "acc": {"value": 0.9, "baseline": 0.8, "goal": "max"}},
+                                       code=["model.py::Attention.forward", "train.py"], tags=["t"]))
+    write(root / "a" / "many.json", [rec(2, notes="loss spike at warmup"), rec(3, status="weird"), {"id": 5}])
+    write(root / "b" / "runs.jsonl", "\n".join(json.dumps(rec(i, notes=f"warmup {i} spike", importance=0.5))
+                                              for i in range(10, 40)) + "\nnot json\n" + json.dumps(rec(2)) + "\n")
+    write(root / "b" / "c.yaml", "id: exp-50\nname: yaml run\narchitecture: [Attention, SwiGLU]\n---\nid: exp-51\n")
+    settle(root)
+
+
+def open_pool(root: Path, cache: Path, progress=None) -> LivePool:
+    pool = LivePool([root], LiveIndex(), cache_dir=cache)
+    pool.load(progress)
+    return pool
+
+
+def answers(pool: LivePool) -> list:
+    out = []
+    for query in QUERIES:
+        for r in pool.index.rank(query):
+            out.append((r.record.id, r.score, r.components, r.dead_end))
+    return out
+
+
+def everything(pool: LivePool) -> str:
+    """Every field of every record (as text: a NaN metric is not == to itself)."""
+    return repr([(r, r.extra, r.source, r.warnings) for r in pool.records()])
+
+
+def test_a_restart_reads_no_file_and_answers_exactly_as_a_fresh_load(tmp_path):
+    root, cache = tmp_path / "pool", tmp_path / "cache"
+    varied_pool(root)
+    first = open_pool(root, cache)
+    assert first.unsaved and first.save_snapshot() and not first.unsaved
+    read = []
+    again = open_pool(root, cache, lambda done, total: read.append(total))
+    assert read == [0]  # nothing to read
+    assert not again.unsaved
+    fresh = open_pool(root, None)
+    assert answers(again) == answers(fresh) and answers(fresh)
+    assert everything(again) == everything(fresh)
+    assert math.isnan(again.get("exp-1").metrics[0].value)
+    assert again.get("exp-1").finished_at.utcoffset().seconds == 19800
+    assert again.problems == fresh.problems and again.summary() == fresh.summary()
+    assert {k: v for k, v in again.summary().items() if k.endswith("kind")} == {
+        "errors_by_kind": {"duplicate": 1, "json": 1, "validation": 2}, "warnings_by_kind": {"status": 1}}
+    assert repr(again.index.tied_to("model.py")) == repr(fresh.index.tied_to("model.py")) != "[]"
+
+
+def test_changed_new_deleted_and_renamed_files_are_read_again(tmp_path):
+    root, cache = tmp_path / "pool", tmp_path / "cache"
+    varied_pool(root)
+    open_pool(root, cache).save_snapshot()
+    write(root / "a" / "one.json", rec(1, conclusion={"headline": "changed on disk"}))
+    (root / "a" / "many.json").unlink()
+    os.rename(root / "b" / "c.yaml", root / "b" / "d.yaml")
+    write(root / "new.json", rec(99))
+    lines = (root / "b" / "runs.jsonl").read_text().splitlines()
+    lines[3] = json.dumps(rec(13, notes="rewritten line"))
+    (root / "b" / "runs.jsonl").write_text("\n".join(lines) + "\n")
+    changes = []
+    pool = LivePool([root], LiveIndex(), cache_dir=cache)
+    pool.subscribe(changes.append)
+    pool.load()
+    fresh = open_pool(root, None)
+    assert pool.get("exp-1").headline == "changed on disk" and pool.get("exp-3") is None
+    assert pool.get("exp-50").source.path.endswith("d.yaml") and pool.get("exp-99") is not None
+    assert pool.get("exp-13").notes == "rewritten line" and pool.get("exp-2").source.path.endswith("runs.jsonl")
+    assert answers(pool) == answers(fresh) and everything(pool) == everything(fresh)
+    assert pool.problems == fresh.problems and pool.unsaved
+    added = {i for change in changes for i in change.added}
+    assert "exp-13" in added and "exp-12" not in added  # an unchanged line keeps its record
+
+
+def test_a_file_changed_too_recently_to_trust_its_stamp_is_read_again(tmp_path):
+    root, cache = tmp_path / "pool", tmp_path / "cache"
+    path = write(root / "r.json", rec(1, name="before"))  # just written: its stamp is not trusted
+    stamp = os.stat(path)
+    open_pool(root, cache).save_snapshot()
+    path.write_text(json.dumps(rec(1, name="after!")))  # same size, and the same mtime as far as a
+    os.utime(path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))  # coarse clock could tell
+    assert os.stat(path).st_size == stamp.st_size
+    assert open_pool(root, cache).get("exp-1").name == "after!"
+
+
+def test_an_extra_value_a_snapshot_cannot_hold_keeps_its_file_read_each_time(tmp_path):
+    root, cache = tmp_path / "pool", tmp_path / "cache"
+    write(root / "r.yaml", "id: exp-1\nname: dated\nowner_since: 2025-01-02\n")  # a YAML date in `extra`
+    write(root / "s.json", rec(2))
+    settle(root)
+    open_pool(root, cache).save_snapshot()
+    read = []
+    pool = open_pool(root, cache, lambda done, total: read.append(total))
+    assert read[-1] == (root / "r.yaml").stat().st_size  # only that file
+    assert str(pool.get("exp-1").extra["owner_since"]) == "2025-01-02" and pool.get("exp-2") is not None
+
+
+@pytest.mark.parametrize("spoil", ["truncated", "garbage", "empty", "writable by others", "other format"])
+def test_a_snapshot_we_cannot_trust_is_ignored_and_the_pool_read(tmp_path, caplog, spoil):
+    root, cache = tmp_path / "pool", tmp_path / "cache"
+    varied_pool(root)
+    saved = open_pool(root, cache)
+    saved.save_snapshot()
+    path = saved.snapshot_path
+    data = path.read_bytes()
+    if spoil == "truncated":
+        path.write_bytes(data[:len(data) // 2])
+    elif spoil == "garbage":
+        path.write_bytes(data[:100] + os.urandom(len(data) - 100))
+    elif spoil == "empty":
+        path.write_bytes(b"")
+    elif spoil == "writable by others":
+        path.chmod(0o666)
+    else:
+        path.write_bytes(b"SOMASNAP" + data[8:].replace(b"format", b"formax", 1))
+    caplog.set_level(logging.WARNING)
+    read = []
+    pool = open_pool(root, cache, lambda done, total: read.append(total))
+    assert read[-1] > 0 and answers(pool) == answers(open_pool(root, None))
+    assert "ignoring snapshot" in caplog.text
+
+
+def test_a_restored_index_keeps_updating_and_compacting(tmp_path):
+    root, cache = tmp_path / "pool", tmp_path / "cache"
+    for i in range(3000):
+        write(root / f"d{i % 10}" / f"r{i}.json", rec(i, notes=f"warmup spike {i % 7}"))
+    settle(root)
+    open_pool(root, cache).save_snapshot()
+    pool = open_pool(root, cache)
+    files = [root / f"d{i % 10}" / f"r{i}.json" for i in range(0, 3000, 6)]
+    for path in files:
+        path.unlink()
+    gone = [root / f"d{i}" for i in range(1, 10, 2)]  # and whole directories
+    for directory in gone:
+        for path in directory.iterdir():
+            path.unlink()
+        directory.rmdir()
+    pool.apply(files + gone)
+    assert len(pool) == 1000 and pool.index._columns.size == 1000  # 2000 slots died: compacted
+    assert answers(pool) == answers(open_pool(root, None))
+    write(root / "d0" / "r0.json", rec(0, notes="back again"))
+    pool.apply([root / "d0" / "r0.json"])
+    assert pool.get("exp-0").notes == "back again" and answers(pool) == answers(open_pool(root, None))
+
+
+def test_the_snapshot_lives_in_the_cache_directory_never_in_a_pool(tmp_path):
+    assert cache_directory({"SOMA_CACHE_DIR": "/x"}) == Path("/x")
+    assert cache_directory({"XDG_CACHE_HOME": "/c"}) == Path("/c/soma-lsp")
+    assert cache_directory({"HOME": "/h"}) == Path(os.path.expanduser("~")) / ".cache" / "soma-lsp"
+    root, cache = tmp_path / "pool", tmp_path / "cache"
+    varied_pool(root)
+    before = sorted(root.rglob("*"))
+    pool = open_pool(root, cache)
+    pool.save_snapshot()
+    assert sorted(root.rglob("*")) == before and pool.snapshot_path.parent == cache
+    assert oct(cache.stat().st_mode & 0o777) == "0o700" and oct(pool.snapshot_path.stat().st_mode & 0o777) == "0o600"
+    assert LivePool([root], LiveIndex()).snapshot_path is None  # no cache directory, no snapshot
+    assert LivePool([root], None, cache_dir=cache).snapshot_path is None  # `check`: always reads
+
+
+def _query(root: Path, cache: Path, *flags: str) -> str:
+    env = {**os.environ, "SOMA_CACHE_DIR": str(cache)}
+    done = subprocess.run([sys.executable, "-m", "soma_lsp", "query", "warmup spike", "--now", "none", "--json",
+                           "--limit", "0", "--pool", str(root), *flags], capture_output=True, text=True, env=env,
+                          cwd=REPO, check=True)
+    return done.stdout
+
+
+def test_the_cli_query_writes_the_snapshot_and_answers_the_same_from_it(tmp_path):
+    root, cache = tmp_path / "pool", tmp_path / "cache"
+    varied_pool(root)
+    assert _query(root, cache, "--no-snapshot") and not cache.exists()
+    first = _query(root, cache)
+    (snapshot,) = cache.iterdir()
+    written = snapshot.stat().st_mtime_ns
+    assert _query(root, cache) == first == _query(root, cache, "--no-snapshot")
+    assert snapshot.stat().st_mtime_ns == written  # nothing read, nothing written again
