@@ -18,6 +18,7 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("query", help="rank the pool against TEXT and explain every score")
     parser.add_argument("text", metavar="TEXT")
     common.add_pool_argument(parser)
+    common.add_snapshot_argument(parser)
     parser.add_argument("--arch", action="append", default=[], metavar="COMPONENT",
                         help="a component of the query architecture (repeatable)")
     parser.add_argument("--now", default=None, metavar="RFC3339",
@@ -51,4 +52,5 @@ def run(args: argparse.Namespace) -> int:
         print(dumps_json([result_json(r) for r in results]))
     else:
         print_table(results, len(pool.index))
+    common.done_with(pool)
     return 0

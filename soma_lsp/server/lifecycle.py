@@ -38,6 +38,7 @@ async def on_initialized(ls: "SomaServer", params: lsp.InitializedParams) -> Non
 
 def on_shutdown(ls: "SomaServer", params: None) -> None:
     ls._stop_watching()
+    ls.save_snapshot()  # the changes applied since the last save (usually a few records: quick)
 
 
 def did_open(ls: "SomaServer", params: lsp.DidOpenTextDocumentParams) -> None:

@@ -40,6 +40,7 @@ from pygls.protocol.json_rpc import RPCRequest
 
 from .. import __version__
 from ..pool import LivePool, PoolChange, PoolWatcher, pool_roots
+from ..pool.snapshot import cache_directory
 from ..retrieval import LiveIndex
 from . import convert, settings as settings_module
 from .settings import Settings
@@ -346,7 +347,7 @@ class SomaServer(LanguageServer):
         roots = self._roots_for(self.settings)
         first = self.pool is None
         index = self.index if first else LiveIndex()
-        pool = LivePool(roots, index)
+        pool = LivePool(roots, index, cache_dir=cache_directory(os.environ) if self.settings.snapshot else None)
         log.info("pool roots: %s", ", ".join(roots))
         if first:
             self.roots = roots
@@ -368,6 +369,20 @@ class SomaServer(LanguageServer):
             hover.clear_cache()  # answers of the old index (and never a stale hit on a reused id)
         self._unsubscribe = pool.subscribe(self._pool_changed_threadsafe)
         self.pool_changed(None)
+        if pool.unsaved:  # read files the snapshot did not have: save it, off the loop, after the swap
+            self._pool_executor.submit(self.save_snapshot, pool)
+
+    def save_snapshot(self, pool: LivePool | None = None) -> None:
+        """Write the pool's snapshot if it changed since it was restored or saved (never raises)."""
+        pool = pool or self.pool
+        if pool is None or not pool.unsaved:
+            return
+        started = time.perf_counter()
+        try:
+            if pool.save_snapshot():
+                log.info("pool snapshot saved in %.2fs: %s", time.perf_counter() - started, pool.snapshot_path)
+        except Exception:  # noqa: BLE001 - a snapshot is an optimisation; failing to write one is not fatal
+            log.exception("saving the pool snapshot failed")
 
     async def reload_pool(self) -> None:
         await self.start_pool()
@@ -420,10 +435,11 @@ class SomaServer(LanguageServer):
         pool = pool or self.pool
         if pool is None:
             return {"version": 0, "pools": list(self.roots), "records": 0, "files": 0, "errors": 0,
-                    "indexing": self.indexing}
+                    "indexing": self.indexing, "restored": 0}
         summary = pool.summary()
         return {"version": pool.version, "pools": pool.roots, "records": summary["records"],
-                "files": summary["files"], "errors": summary["errors"], "indexing": self.indexing}
+                "files": summary["files"], "errors": summary["errors"], "indexing": self.indexing,
+                "restored": pool.restored}
 
     def send_pool_status(self, pool: LivePool | None = None) -> None:
         try:

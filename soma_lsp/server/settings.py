@@ -41,6 +41,7 @@ class Settings:
     min_score: float = DEFAULT_MIN_SCORE
     code_lens: bool = True
     dead_end_severity: str = "warning"
+    snapshot: bool = True  # keep the loaded pool in a snapshot in the cache directory (pool.snapshot)
 
     def to_json(self) -> dict[str, Any]:
         """The settings in the client's shape (for logs and `soma.poolStatus`)."""
@@ -51,6 +52,7 @@ class Settings:
             "hover": {"count": self.hover_count, "minScore": self.min_score},
             "codeLens": {"enabled": self.code_lens},
             "deadEnds": {"severity": self.dead_end_severity},
+            "snapshot": {"enabled": self.snapshot},
         }
 
 
@@ -124,6 +126,7 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "hover.count": ("hover_count", _number(1, 50, integer=True)),
     "hover.minScore": ("min_score", _number(0.0, 1.0)),
     "codeLens.enabled": ("code_lens", _boolean),
+    "snapshot.enabled": ("snapshot", _boolean),
     "deadEnds.severity": ("dead_end_severity", _severity),
 }
 _LEAVES = {"weights"}  # objects that are one value, not a group of keys

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
+import time
 
-from conftest import TIMEOUT, Session
+from conftest import TIMEOUT, Session, server_env, wait_until
 
 TRANSFORMER = "model/transformer.py"
 WORDS = ("rope theta attention norm rmsnorm swiglu moe router expert dropout lr warmup cosine adam batch seq "
@@ -27,7 +29,7 @@ def big_pool(workspace, n: int) -> None:
 
 async def test_hover_answers_during_a_reindex(start_session, preset, workspace):
     big_pool(workspace, 20_000)
-    session: Session = await start_session(preset)
+    session: Session = await start_session(preset, init_options={"snapshot": {"enabled": False}})  # reads it all
     assert (await session.command("soma.poolStatus"))["records"] == 20_074
     uri = session.open(TRANSFORMER)
     line, col = session.line_of(TRANSFORMER, "class RotaryEmbedding")
@@ -48,3 +50,42 @@ async def test_hover_answers_during_a_reindex(start_session, preset, workspace):
 async def _until(predicate) -> None:
     while not predicate():
         await asyncio.sleep(0.01)
+
+
+def settle(root) -> None:
+    """Date the pool's files back, so that their stamps are old enough to be trusted (loader.RACY_NS)."""
+    past = time.time() - 60
+    for path in root.rglob("*"):
+        os.utime(path, (past, past))
+
+
+async def test_a_restarted_server_starts_from_the_snapshot_and_sees_what_changed(start_session, workspace, tmp_path):
+    cache = tmp_path / "cache"
+    env = server_env(SOMA_CACHE_DIR=str(cache))
+    pool = workspace / ".soma" / "pool"
+    settle(pool)
+    first = await start_session("neovim@0.11.0", env=env)
+    before = await first.command("soma.poolStatus")
+    assert before["restored"] == 0
+    await wait_until(lambda: list(cache.glob("*.snapshot")))  # written after the load, off the loop
+    (pool / "late.json").write_text(json.dumps({"id": "exp-late", "name": "rope-theta-late"}))
+    second = await start_session("visual-studio-code", env=env)
+    after = await second.command("soma.poolStatus")
+    assert after["restored"] == before["files"] and after["files"] == before["files"] + 1
+    assert after["records"] == before["records"] + 1 and after["errors"] == before["errors"]
+    uri = second.open("model/transformer.py")
+    line, col = second.line_of("model/transformer.py", "class RotaryEmbedding")
+    hover = await second.hover(uri, line, col + 6)
+    assert hover is not None and "exp\\-0042" in hover.contents.value
+    shown = await second.command("soma.showExperiment", {"id": "exp-late"})
+    assert shown["name"] == "rope-theta-late"
+
+
+async def test_with_snapshots_off_nothing_is_written(start_session, workspace, tmp_path):
+    cache = tmp_path / "cache"
+    settle(workspace / ".soma" / "pool")
+    session = await start_session("visual-studio-code", env=server_env(SOMA_CACHE_DIR=str(cache)),
+                                  init_options={"snapshot": {"enabled": False}})
+    assert (await session.command("soma.poolStatus"))["records"] > 0
+    await session.command("soma.reloadPool", {})
+    assert not cache.exists()

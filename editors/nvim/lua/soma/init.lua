@@ -11,7 +11,7 @@ M.name = 'soma'
 M.defaults = {
   --- Command that starts the server (stdio).
   cmd = { 'soma-lsp' },
-  --- The `soma` settings section (pool, weights, halfLifeDays, hover, codeLens, deadEnds).
+  --- The `soma` settings section (pool, weights, halfLifeDays, hover, codeLens, deadEnds, snapshot).
   --- Sent as `initializationOptions` and as the answer to `workspace/configuration` section `soma`.
   settings = {},
   filetypes = {
