@@ -115,6 +115,9 @@ class RecordList:
     def __iter__(self) -> Iterator[Any]:
         return map(self.__getitem__, range(len(self.items)))
 
+    def append(self, item: Record | int | None) -> None:
+        self.items.append(item)
+
     def extend(self, records: Iterable[Record]) -> None:
         self.items.extend(records)
 

@@ -213,3 +213,25 @@ def test_the_cli_query_writes_the_snapshot_and_answers_the_same_from_it(tmp_path
     written = snapshot.stat().st_mtime_ns
     assert _query(root, cache) == first == _query(root, cache, "--no-snapshot")
     assert snapshot.stat().st_mtime_ns == written  # nothing read, nothing written again
+
+
+@pytest.mark.parametrize("where", ["appended", "prepended"])
+def test_a_restored_jsonl_that_grows_updates_only_the_lines_that_moved_or_are_new(tmp_path, where):
+    root, cache = tmp_path / "pool", tmp_path / "cache"
+    path = write(root / "runs.jsonl", "".join(json.dumps(rec(i, status="odd" if i % 5 == 0 else "failed")) + "\n"
+                                              for i in range(50)))
+    settle(root)
+    open_pool(root, cache).save_snapshot()
+    changes = []
+    pool = LivePool([root], LiveIndex(), cache_dir=cache)
+    pool.subscribe(changes.append)
+    pool.load()
+    assert pool.restored == 1
+    new = json.dumps(rec(99, status="odd")) + "\n"
+    path.write_text(path.read_text() + new if where == "appended" else new + path.read_text())
+    pool.apply([path])
+    fresh = open_pool(root, None)
+    moved = () if where == "appended" else tuple(f"exp-{i}" for i in range(50))  # their lines changed
+    assert changes[-1].added == tuple(sorted(("exp-99", *moved))) and changes[-1].removed == ()
+    assert pool.problems == fresh.problems and len(pool.problems_for(str(path))) == 11  # the unknown statuses
+    assert everything(pool) == everything(fresh) and answers(pool) == answers(fresh)

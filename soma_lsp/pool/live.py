@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from ..gcpause import collector_paused
 from ..records import Record
-from ..stored import RecordStore
+from ..stored import RecordList, RecordStore
 from . import snapshot
 from .discover import Roots, normalize
 from .loader import MAX_JSON_BYTES, MAX_YAML_BYTES, FileLoad, load_file
@@ -345,9 +345,10 @@ class LivePool:
                             del self._by_dir[directory]
                 old_records = old.records if old is not None else []
                 new_records = load.records if load is not None else []
-                # The same record object at the same place (an unchanged .jsonl line) needs nothing.
+                # The same record at the same place (an unchanged .jsonl line) needs nothing: the same
+                # object, or the same unbuilt position of a restored file (compared unbuilt)
                 kept = sum(1 for _ in itertools.takewhile(lambda pair: pair[0] is pair[1],
-                                                          zip(old_records, new_records)))
+                                                          zip(_items(old_records), _items(new_records))))
                 for ordinal in range(kept, len(old_records)):
                     record = old_records[ordinal]
                     self._claims[record.id].remove((path, ordinal))
@@ -402,3 +403,7 @@ class LivePool:
                 callback(change)
             except Exception:  # noqa: BLE001 - a subscriber must not break the pool
                 log.exception("pool subscriber %r failed", callback)
+
+
+def _items(records: list[Record] | RecordList) -> list:
+    return records.items if isinstance(records, RecordList) else records

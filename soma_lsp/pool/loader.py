@@ -62,10 +62,11 @@ class FileLoad:
     #: listing — or None when it was modified less than RACY_NS before: a write within the clock's
     #: granularity could then leave the stamp as it is, so such a file is always read again
     stamp: tuple[int, int, int] | None = None
-    #: `.jsonl` only: a 16-byte digest of each valid line's bytes → the position of its record in
-    #: `records`, so that re-reading a file that grew or changed in a few lines reuses the records of
-    #: the lines that did not change (the same objects: the index is not touched for them).
-    line_records: dict[bytes, int] | None = field(default=None, repr=False, compare=False)
+    #: `.jsonl` only: a 16-byte digest of each valid line's bytes → (the position of its record in
+    #: `records`, its line), so that re-reading a file that grew or changed in a few lines reuses the
+    #: records of the lines that did not change (the same objects — or, restored from a snapshot, the
+    #: same unbuilt positions — so the index is not touched for them).
+    line_records: dict[bytes, tuple[int, int]] | None = field(default=None, repr=False, compare=False)
 
 
 def file_format(path: str) -> str | None:
@@ -291,6 +292,13 @@ def _load_jsonl(f, out: FileLoad, max_line: int, progress: Callable[[int], None]
     done = reported = 0
     line_records = out.line_records = {}
     known_lines = (previous.line_records if previous is not None else None) or {}
+    if known_lines:
+        known_items = previous.records
+        if isinstance(known_items, RecordList):  # restored: keep unbuilt records unbuilt
+            out.records, known_items = RecordList((), known_items.store), known_items.items
+        line_problems: dict[int, list[Problem]] = {}  # a valid record's line has only its warnings
+        for problem in previous.problems:
+            line_problems.setdefault(problem.line, []).append(problem)
     digest = hashlib.blake2b
     while True:
         raw = readline(max_line + 1)
@@ -315,13 +323,16 @@ def _load_jsonl(f, out: FileLoad, max_line: int, progress: Callable[[int], None]
         if raw.isspace() or not raw:
             continue
         key = digest(raw.rstrip(b"\r\n"), digest_size=16).digest()
-        position = known_lines.get(key)
-        if position is not None:  # an unchanged line: the same record, at its (possibly new) line
-            known = previous.records[position]
-            if known.source is None or known.source.line != number or known.source.path != path:
-                known = dataclasses.replace(known, source=Source(path, number))
-            line_records[key] = len(out.records)
-            _keep_record(out, known, number)
+        known = known_lines.get(key)
+        if known is not None:  # an unchanged line: the same record, at its (possibly new) line
+            position, line = known
+            line_records[key] = (len(out.records), number)
+            if line == number:
+                out.records.append(known_items[position])
+                out.problems.extend(line_problems.get(line, ()))
+            else:
+                record = previous.records[position]
+                _keep_record(out, dataclasses.replace(record, source=Source(path, number)), number)
             continue
         records_before = len(out.records)
         try:
@@ -338,7 +349,7 @@ def _load_jsonl(f, out: FileLoad, max_line: int, progress: Callable[[int], None]
         if isinstance(value, dict):
             _add_record(out, value, number)
             if len(out.records) > records_before:
-                line_records[key] = records_before
+                line_records[key] = (records_before, number)
         else:
             _not_a_record(out, value, number, "one record (an object) per line")
 

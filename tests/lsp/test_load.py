@@ -8,7 +8,7 @@ import os
 import random
 import time
 
-from conftest import TIMEOUT, Session, server_env, wait_until
+from conftest import TIMEOUT, Session, close_session, open_session, server_env, wait_until
 
 TRANSFORMER = "model/transformer.py"
 WORDS = ("rope theta attention norm rmsnorm swiglu moe router expert dropout lr warmup cosine adam batch seq "
@@ -89,3 +89,29 @@ async def test_with_snapshots_off_nothing_is_written(start_session, workspace, t
     assert (await session.command("soma.poolStatus"))["records"] > 0
     await session.command("soma.reloadPool", {})
     assert not cache.exists()
+
+
+async def test_a_server_saves_what_changed_at_shutdown(workspace, tmp_path):
+    cache = tmp_path / "cache"
+    env = server_env(SOMA_CACHE_DIR=str(cache))
+    pool = workspace / ".soma" / "pool"
+    settle(pool)
+    first = await open_session(workspace, "neovim@0.11.0", env=env)  # the server watches the pool itself
+    try:
+        await wait_until(lambda: list(cache.glob("*.snapshot")))
+        (snapshot,) = cache.glob("*.snapshot")
+        saved = snapshot.stat().st_mtime_ns
+        status = await first.command("soma.poolStatus")
+        (pool / "late.json").write_text(json.dumps({"id": "exp-late", "name": "rope-theta-late"}))
+        await first.wait_status(lambda s: s["records"] == status["records"] + 1)
+    finally:
+        await close_session(first)
+    assert snapshot.stat().st_mtime_ns != saved  # written at shutdown: the change came after the load
+    second = await open_session(workspace, "visual-studio-code", env=env)
+    try:
+        again = await second.command("soma.poolStatus")
+        # late.json was read less than 2 s after it was written: its stamp is not trusted, it is read again
+        assert again["files"] == status["files"] + 1 and again["restored"] == status["files"]
+        assert (await second.command("soma.showExperiment", {"id": "exp-late"}))["name"] == "rope-theta-late"
+    finally:
+        await close_session(second)
