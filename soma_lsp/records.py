@@ -267,7 +267,7 @@ def number(value: Any, path: str, *, non_finite: bool = False) -> float:
     if kind is float and (non_finite or math.isfinite(value)):
         return value
     if kind is int:
-        return float(value)
+        return _int_float(value, path)
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise RecordError(path, f"expected a number, got {_kind(value)}")
     if isinstance(value, str):
@@ -281,6 +281,14 @@ def number(value: Any, path: str, *, non_finite: bool = False) -> float:
     return result
 
 
+def _int_float(value: int, path: str) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # (YAML and JSON integers have no size limit)
+        raise RecordError(path, f"number too large: an integer of about {int(value.bit_length() * 0.30103)} "
+                                "digits, beyond the range of a float") from None
+
+
 def _architecture(value: Any) -> tuple[tuple[str, float], ...]:
     """Components as (name, count) pairs, in input order; canonicalisation belongs to retrieval."""
     if value is None:
@@ -289,8 +297,13 @@ def _architecture(value: Any) -> tuple[tuple[str, float], ...]:
         _check_strings(value, "architecture")
         return tuple([(name, 1.0) for name in value])
     if _is_mapping(value):  # the common case, a string name and an integer count, inline
-        return tuple([(name, float(count)) if type(name) is str and type(count) is int else _component(name, count)
-                      for name, count in value.items()])
+        try:
+            return tuple([(name, float(count)) if type(name) is str and type(count) is int
+                          else _component(name, count) for name, count in value.items()])
+        except OverflowError:  # an integer beyond float: name it
+            for name, count in value.items():
+                _component(name, count)
+            raise
     raise RecordError("architecture", f"expected a list of strings or a map name → count, got {_kind(value)}")
 
 
@@ -333,7 +346,7 @@ def _metric_number(value: Any, where: str | int, key: str) -> float:
     kind = type(value)
     if kind is float:
         return value
-    if kind is int:
+    if kind is int and value.bit_length() < 1024:  # (a larger one overflows a float: `number` says so)
         return float(value)
     return number(value, f"{_metric_path(where)}.{key}", non_finite=True)
 

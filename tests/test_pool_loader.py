@@ -389,3 +389,13 @@ def test_file_being_written_later_version_wins(pool_dir):
     pool.apply([path])
     assert pool.problems_for(str(path)) == []
     assert ids(pool) == sorted(GOOD + ["exp-4", "exp-5"]) and pool.get("exp-5").notes == "finished"
+
+
+def test_a_yaml_integer_beyond_a_float_is_reported_with_its_field_and_the_rest_loads(tmp_path):
+    path = tmp_path / "runs.yaml"
+    path.write_text("id: a\nname: big\nmetrics: {loss: 1" + "0" * 400 + "}\n---\nid: b\nname: fine\n")
+    load = load_file(path)
+    assert [r.id for r in load.records] == ["b"]
+    (problem,) = load.problems
+    assert (problem.line, problem.field, problem.kind) == (0, "metrics.loss", "validation")
+    assert "too large" in problem.message

@@ -62,6 +62,13 @@ def test_unknown_status_loads_as_unknown_with_a_warning():
     ({"id": "a", "name": "x", "importance": True}, "importance", "number"),
     ({"id": "a", "name": "x", "tags": "lr"}, "tags", "list"),
     ({"id": "a", "name": "x", "conclusion": 5}, "conclusion", "headline"),
+    # integers beyond a float (YAML and JSON integers have no size limit)
+    ({"id": "a", "name": "x", "metrics": {"loss": 10 ** 400}}, "metrics.loss", "400 digits"),
+    ({"id": "a", "name": "x", "metrics": [{"name": "l", "value": 1, "baseline": -10 ** 500}]}, "metrics[0].baseline",
+     "too large"),
+    ({"id": "a", "name": "x", "architecture": {"Linear": 2, "Attention": 10 ** 309}}, "architecture.Attention",
+     "too large"),
+    ({"id": "a", "name": "x", "importance": 10 ** 5000}, "importance", "too large"),
 ])
 def test_bad_fields_name_the_path_and_the_problem(mapping, field, words):
     err = error_of(mapping)
