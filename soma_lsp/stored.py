@@ -9,6 +9,7 @@ the same object); `RecordList` is a list whose items may still be store position
 from __future__ import annotations
 
 import marshal
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -62,6 +63,7 @@ class RecordStore:
         self._offsets = offsets.tolist()
         self._paths = list(paths)
         self._built: list[Record | None] = [None] * (len(self._offsets) - 1)
+        self._building = threading.Lock()  # one `Record` per position, whichever thread builds it
 
     def __len__(self) -> int:
         return len(self._built)
@@ -74,7 +76,10 @@ class RecordStore:
     def __getitem__(self, i: int) -> Record:
         record = self._built[i]
         if record is None:
-            record = self._built[i] = self._decode(i)
+            with self._building:
+                record = self._built[i]
+                if record is None:
+                    record = self._built[i] = self._decode(i)
         return record
 
     def encoded(self, i: int) -> bytes:

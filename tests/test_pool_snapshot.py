@@ -210,9 +210,9 @@ def test_the_cli_query_writes_the_snapshot_and_answers_the_same_from_it(tmp_path
     assert _query(root, cache, "--no-snapshot") and not cache.exists()
     first = _query(root, cache)
     (snapshot,) = cache.iterdir()
-    written = snapshot.stat().st_mtime_ns
+    written = snapshot.stat().st_ino
     assert _query(root, cache) == first == _query(root, cache, "--no-snapshot")
-    assert snapshot.stat().st_mtime_ns == written  # nothing read, nothing written again
+    assert snapshot.stat().st_ino == written  # nothing read, nothing written again (a write replaces it)
 
 
 @pytest.mark.parametrize("where", ["appended", "prepended"])
@@ -235,3 +235,21 @@ def test_a_restored_jsonl_that_grows_updates_only_the_lines_that_moved_or_are_ne
     assert changes[-1].added == tuple(sorted(("exp-99", *moved))) and changes[-1].removed == ()
     assert pool.problems == fresh.problems and len(pool.problems_for(str(path))) == 11  # the unknown statuses
     assert everything(pool) == everything(fresh) and answers(pool) == answers(fresh)
+
+
+def test_snapshots_unused_for_a_month_and_leftovers_of_interrupted_writes_are_pruned(tmp_path):
+    root, cache = tmp_path / "pool", tmp_path / "cache"
+    varied_pool(root)
+    cache.mkdir()
+    old, recent, leftover = cache / "pool-old.snapshot", cache / "pool-recent.snapshot", cache / ".snapshot-x"
+    for path, days in ((old, 31), (recent, 29), (leftover, 2)):
+        path.write_bytes(b"x")
+        past = time.time() - days * 86400
+        os.utime(path, (past, past))
+    pool = open_pool(root, cache)
+    pool.save_snapshot()
+    assert sorted(p.name for p in cache.iterdir()) == sorted([recent.name, pool.snapshot_path.name])
+    past = time.time() - 40 * 86400
+    os.utime(pool.snapshot_path, (past, past))
+    open_pool(root, cache)  # a restore marks it used
+    assert time.time() - pool.snapshot_path.stat().st_mtime < 60

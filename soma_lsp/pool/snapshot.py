@@ -26,6 +26,7 @@ import mmap
 import os
 import stat
 import tempfile
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -43,6 +44,7 @@ log = logging.getLogger(__name__)
 
 FORMAT = 1
 MAGIC = b"SOMASNAP"
+UNUSED_DAYS = 30  # a snapshot neither written nor restored for this long is deleted (at the next save)
 ALIGN = 64
 PREFIX = len(MAGIC) + 16  # the magic, the file's size and the header's
 
@@ -136,6 +138,20 @@ def write(path: Path, state: PoolState) -> None:
     except BaseException:
         os.unlink(temporary)
         raise
+    _prune(path.parent)
+
+
+def _prune(directory: Path) -> None:
+    """Delete the snapshots of pools not opened for UNUSED_DAYS (a restore touches its file), and
+    leftovers of interrupted writes: roots and versions come and go, their snapshots must not pile up."""
+    now = time.time()
+    for candidate in [*directory.glob("pool-*.snapshot"), *directory.glob(".snapshot-*")]:
+        try:
+            age = now - candidate.stat().st_mtime
+            if age > UNUSED_DAYS * 86400 or (candidate.name.startswith(".") and age > 86400):
+                candidate.unlink()
+        except OSError:
+            pass
 
 
 def _aligned(n: int) -> int:
@@ -167,10 +183,15 @@ def read(path: Path) -> PoolState | None:
         log.warning("ignoring snapshot %s: %s", path, error)
         return None
     try:
-        return _decode(mapped)
+        state = _decode(mapped)
     except Exception as error:  # noqa: BLE001 - a bad snapshot means reading the pool, nothing worse
         log.warning("ignoring snapshot %s: %r", path, error)
         return None
+    try:
+        os.utime(path)  # used: not to be pruned
+    except OSError:
+        pass
+    return state
 
 
 def _decode(mapped: mmap.mmap) -> PoolState:
