@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from soma_lsp.pool import LivePool
+from soma_lsp.pool import LivePool, loader
 from soma_lsp.pool.snapshot import cache_directory
 from soma_lsp.retrieval import LiveIndex, RetrievalQuery
 from pool_files import rec, write
@@ -25,12 +25,20 @@ QUERIES = [RetrievalQuery(text="rotary attention loss spike", architecture=["Att
            RetrievalQuery(text="run warmup", limit=None)]
 
 
+@pytest.fixture(autouse=True)
+def quick_racy_window(monkeypatch):
+    """Stamps are trusted 50 ms after a file changed, not 2 s, so that tests need not wait long."""
+    monkeypatch.setattr(loader, "RACY_NS", 50_000_000)
+
+
 def settle(root: Path, seconds_ago: float = 60) -> None:
-    """Date every file under root back, so that their stamps are old enough to be trusted."""
+    """Date every file under root back and wait out the racy window (the inode's ctime moved just now),
+    so that their stamps are trusted."""
     past = time.time() - seconds_ago
     for path in root.rglob("*"):
         if path.is_file():
             os.utime(path, (past, past))
+    time.sleep(loader.RACY_NS / 1e9 + 0.01)
 
 
 def varied_pool(root: Path) -> None:
@@ -133,7 +141,8 @@ def test_an_extra_value_a_snapshot_cannot_hold_keeps_its_file_read_each_time(tmp
     assert str(pool.get("exp-1").extra["owner_since"]) == "2025-01-02" and pool.get("exp-2") is not None
 
 
-@pytest.mark.parametrize("spoil", ["truncated", "garbage", "empty", "writable by others", "other format"])
+@pytest.mark.parametrize("spoil", ["truncated", "garbage", "one byte flipped", "empty", "writable by others",
+                                   "other format"])
 def test_a_snapshot_we_cannot_trust_is_ignored_and_the_pool_read(tmp_path, caplog, spoil):
     root, cache = tmp_path / "pool", tmp_path / "cache"
     varied_pool(root)
@@ -145,6 +154,8 @@ def test_a_snapshot_we_cannot_trust_is_ignored_and_the_pool_read(tmp_path, caplo
         path.write_bytes(data[:len(data) // 2])
     elif spoil == "garbage":
         path.write_bytes(data[:100] + os.urandom(len(data) - 100))
+    elif spoil == "one byte flipped":  # in a record's text, near the end: everything else still fits
+        path.write_bytes(data[:-40] + bytes([data[-40] ^ 1]) + data[-39:])
     elif spoil == "empty":
         path.write_bytes(b"")
     elif spoil == "writable by others":
@@ -207,6 +218,7 @@ def _query(root: Path, cache: Path, *flags: str) -> str:
 def test_the_cli_query_writes_the_snapshot_and_answers_the_same_from_it(tmp_path):
     root, cache = tmp_path / "pool", tmp_path / "cache"
     varied_pool(root)
+    time.sleep(2.05)  # the CLI's own racy window (loader.RACY_NS, unpatched there)
     assert _query(root, cache, "--no-snapshot") and not cache.exists()
     first = _query(root, cache)
     (snapshot,) = cache.iterdir()
@@ -253,3 +265,28 @@ def test_snapshots_unused_for_a_month_and_leftovers_of_interrupted_writes_are_pr
     os.utime(pool.snapshot_path, (past, past))
     open_pool(root, cache)  # a restore marks it used
     assert time.time() - pool.snapshot_path.stat().st_mtime < 60
+
+
+def test_content_written_back_with_its_old_mtime_is_read_again(tmp_path):
+    """`cp -p`, `rsync -t`, `touch -r`: same size, same mtime, same inode — only ctime tells."""
+    root, cache = tmp_path / "pool", tmp_path / "cache"
+    path = write(root / "r.json", rec(1, name="before"))
+    settle(root)
+    stamp = os.stat(path)
+    open_pool(root, cache).save_snapshot()
+    path.write_text(json.dumps(rec(1, name="after!")))
+    os.utime(path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    time.sleep(loader.RACY_NS / 1e9 + 0.01)
+    now = os.stat(path)
+    assert (now.st_size, now.st_mtime_ns, now.st_ino) == (stamp.st_size, stamp.st_mtime_ns, stamp.st_ino)
+    assert open_pool(root, cache).get("exp-1").name == "after!"
+
+
+def test_a_pool_without_a_valid_record_is_restored_too(tmp_path):
+    root, cache = tmp_path / "pool", tmp_path / "cache"
+    write(root / "bad.json", "{not json")
+    settle(root)
+    open_pool(root, cache).save_snapshot()
+    pool = open_pool(root, cache)
+    assert pool.restored == 1 and not pool.unsaved and len(pool) == 0
+    assert [p.kind for ps in pool.problems.values() for p in ps] == ["json"]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from .loader import SUFFIXES
+from .loader import SUFFIXES, stamp_of
 from .problems import Problem
 
 DEFAULT_POOL = os.path.join(".soma", "pool")
@@ -69,7 +69,7 @@ def normalize(path: str | os.PathLike) -> str:
 class Listed:
     path: str
     size: int
-    stamp: tuple[int, int, int] | None = None  # (size, mtime_ns, inode), as `FileLoad.stamp`
+    stamp: tuple[int, ...] | None = None  # `loader.stamp_of` the file, as `FileLoad.stamp`
 
 
 class Roots:
@@ -182,8 +182,7 @@ class Roots:
                                 continue
                             found.setdefault(entry.path, Listed(entry.path, 0))  # load_file reports it
                             continue
-                        found.setdefault(entry.path, Listed(entry.path, status.st_size, (
-                            status.st_size, status.st_mtime_ns, status.st_ino)))
+                        found.setdefault(entry.path, Listed(entry.path, status.st_size, stamp_of(status)))
                     except OSError:
                         continue
         return [found[p] for p in sorted(found)]

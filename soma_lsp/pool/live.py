@@ -183,6 +183,11 @@ class LivePool:
         state = snapshot.read(self.snapshot_path)
         if state is None:
             return
+        try:
+            self.index.restore(state.index, state.store)
+        except Exception:  # noqa: BLE001 - a snapshot that does not fit means reading the pool
+            log.exception("ignoring snapshot %s: its index does not fit", self.snapshot_path)
+            return
         with self._lock:
             self._files = {load.path: load for load in state.files}
             self._by_dir = {}
@@ -190,7 +195,6 @@ class LivePool:
                 self._by_dir.setdefault(path[:max(path.rfind(os.sep), 1)], set()).add(path)
             self._problem_files = {load.path for load in state.files if load.problems}
             self._claims, self._visible, self._dups, self._store = state.claims, state.visible, state.dups, state.store
-            self.index.restore(state.index, state.store)
             self.version += 1
             self.unsaved = False
         log.info("pool restored from %s: %d records", self.snapshot_path, len(self._visible))
@@ -207,8 +211,8 @@ class LivePool:
             self.unsaved = False
         try:
             snapshot.write(self.snapshot_path, state)
-        except OSError as error:
-            log.warning("could not write the pool snapshot %s: %s", self.snapshot_path, error)
+        except Exception as error:  # noqa: BLE001 - a snapshot is an optimisation: log, never fail
+            log.warning("could not write the pool snapshot %s: %r", self.snapshot_path, error)
             self.unsaved = True
             return False
         return True

@@ -44,7 +44,7 @@ RACY_NS = 2_000_000_000  # a file modified this recently is not trusted to keep 
 
 SUFFIXES = {".json": "json", ".jsonl": "jsonl", ".yaml": "yaml", ".yml": "yaml"}
 
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _WS = re.compile(r"[ \t\n\r]*")
 _JSON_DECODER = json.JSONDecoder()
 
@@ -58,15 +58,22 @@ class FileLoad:
     problems: list[Problem] = field(default_factory=list)
     exists: bool = True
     size: int = 0
-    #: (size, mtime_ns, inode) as the file was opened — what a snapshot's restart compares with the
-    #: listing — or None when it was modified less than RACY_NS before: a write within the clock's
-    #: granularity could then leave the stamp as it is, so such a file is always read again
-    stamp: tuple[int, int, int] | None = None
+    #: `stamp_of` the file as it was opened — what a snapshot's restart compares with the listing — or
+    #: None when it was modified (or its inode changed) less than RACY_NS before: a write within the
+    #: clock's granularity could then leave the stamp as it is, so such a file is always read again
+    stamp: tuple[int, ...] | None = None
     #: `.jsonl` only: a 16-byte digest of each valid line's bytes → (the position of its record in
     #: `records`, its line), so that re-reading a file that grew or changed in a few lines reuses the
     #: records of the lines that did not change (the same objects — or, restored from a snapshot, the
     #: same unbuilt positions — so the index is not touched for them).
     line_records: dict[bytes, tuple[int, int]] | None = field(default=None, repr=False, compare=False)
+
+
+def stamp_of(status: os.stat_result) -> tuple[int, ...]:
+    """(size, mtime_ns, ctime_ns, inode, device): what tells a changed file from an unchanged one
+    without reading it. ctime catches what mtime alone does not: content written back with its old
+    mtime (`cp -p`, `rsync -t`, `touch -r`) and a change of permissions."""
+    return status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino, status.st_dev
 
 
 def file_format(path: str) -> str | None:
@@ -87,8 +94,8 @@ def load_file(path: str | os.PathLike, *, max_json_bytes: int = MAX_JSON_BYTES,
         with open(path, "rb") as f:
             status = os.fstat(f.fileno())
             size = out.size = status.st_size
-            if time.time_ns() - status.st_mtime_ns >= RACY_NS:
-                out.stamp = (size, status.st_mtime_ns, status.st_ino)
+            if time.time_ns() - max(status.st_mtime_ns, status.st_ctime_ns) >= RACY_NS:
+                out.stamp = stamp_of(status)
             if fmt == "jsonl":
                 _load_jsonl(f, out, max_json_bytes, progress, previous)
                 return out
@@ -404,7 +411,7 @@ def _load_yaml(data: bytes, out: FileLoad) -> None:
         out.problems.append(_utf8_problem(path, data, error))
         return
     may_alias = "&" in text  # no anchor, no alias: skip the expansion check
-    loader = _YAML_LOADER(text)
+    loader = YAML_LOADER(text)
     try:
         while True:
             try:

@@ -25,28 +25,32 @@ import marshal
 import mmap
 import os
 import stat
+import sys
 import tempfile
 import time
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+import orjson
 
 from .. import __version__
 from ..records import Record
 from ..retrieval.index import IndexState
 from ..stored import RecordList, RecordStore, encode
-from .loader import FileLoad
+from .loader import YAML_LOADER, FileLoad
 from .problems import Problem
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2
 MAGIC = b"SOMASNAP"
 UNUSED_DAYS = 30  # a snapshot neither written nor restored for this long is deleted (at the next save)
 ALIGN = 64
-PREFIX = len(MAGIC) + 16  # the magic, the file's size and the header's
+PREFIX = len(MAGIC) + 24  # the magic, then the file's size, the header's and the CRC-32 of what follows
 
 
 def cache_directory(environ: Mapping[str, str]) -> Path:
@@ -58,8 +62,22 @@ def cache_directory(environ: Mapping[str, str]) -> Path:
 
 
 def snapshot_path(directory: str | os.PathLike, roots: Iterable[str], limits: Mapping[str, int]) -> Path:
-    key = repr((FORMAT, __version__, sorted(roots), sorted(limits.items()))).encode()
+    key = repr((FORMAT, _code_key(), sorted(roots), sorted(limits.items()))).encode()
     return Path(directory) / f"pool-{hashlib.blake2b(key, digest_size=16).hexdigest()}.snapshot"
+
+
+@lru_cache(maxsize=1)
+def _code_key() -> str:
+    """What decides a snapshot's content besides the pool's files: this package's code (validation,
+    tokenizing, the index; the version number does not move with every change), the interpreter's
+    `marshal`, and the decoders. A change of any of them is a different snapshot."""
+    package = Path(__file__).resolve().parent.parent
+    digest = hashlib.blake2b(repr((__version__, sys.version_info[:2], marshal.version, orjson.__version__,
+                                   YAML_LOADER.__name__)).encode(), digest_size=16)
+    for source in sorted(package.rglob("*.py")):
+        digest.update(source.relative_to(package).as_posix().encode())
+        digest.update(source.read_bytes())
+    return digest.hexdigest()
 
 
 @dataclass(slots=True)
@@ -126,14 +144,24 @@ def write(path: Path, state: PoolState) -> None:
     body = _aligned(PREFIX + len(header))
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".snapshot-")  # created 0600
+    size = body + at + len(blob)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(MAGIC + (body + at + len(blob)).to_bytes(8, "little") + len(header).to_bytes(8, "little") + header)
+        with open(fd, "w+b") as f:
+            f.truncate(size)
+            f.seek(PREFIX)
+            f.write(header)
             for name, values in arrays.items():
                 f.seek(body + layout[name][2])
                 f.write(np.ascontiguousarray(values).data)
             f.seek(body + at)
             f.write(blob)
+            f.flush()
+            with mmap.mmap(f.fileno(), 0) as written:
+                check = zlib.crc32(memoryview(written)[PREFIX:])
+            f.seek(0)
+            f.write(MAGIC + b"".join(n.to_bytes(8, "little") for n in (size, len(header), check)))
+            f.flush()
+            os.fsync(f.fileno())  # the rename below must not land before the bytes (a crash would leave zeros)
         os.replace(temporary, path)
     except BaseException:
         os.unlink(temporary)
@@ -195,9 +223,11 @@ def read(path: Path) -> PoolState | None:
 
 
 def _decode(mapped: mmap.mmap) -> PoolState:
-    if mapped[:len(MAGIC)] != MAGIC or int.from_bytes(mapped[len(MAGIC):len(MAGIC) + 8], "little") != len(mapped):
+    size, header_size, check = (int.from_bytes(mapped[i:i + 8], "little") for i in range(len(MAGIC), PREFIX, 8))
+    if mapped[:len(MAGIC)] != MAGIC or size != len(mapped):
         raise ValueError("not a snapshot, or truncated")
-    header_size = int.from_bytes(mapped[len(MAGIC) + 8:PREFIX], "little")
+    if zlib.crc32(memoryview(mapped)[PREFIX:]) != check:  # (≈ 25 ms for 150 MB; touches no fresh memory)
+        raise ValueError("damaged (checksum)")
     header = marshal.loads(memoryview(mapped)[PREFIX:PREFIX + header_size])
     if header.get("format") != FORMAT:
         raise ValueError("another format")
@@ -205,7 +235,11 @@ def _decode(mapped: mmap.mmap) -> PoolState:
     arrays = {name: np.frombuffer(mapped, dtype=np.dtype(dtype), count=int(np.prod(shape)), offset=body + at)
               .reshape(shape) for name, (dtype, shape, at) in header["arrays"].items()}
     at, size = header["records"]
-    store = RecordStore(memoryview(mapped)[body + at:body + at + size], arrays["offsets"], header["paths"])
+    slots, offsets = arrays["slot_positions"].size, arrays["offsets"]
+    if offsets.size != 1 + sum(f[1] for f in header["files"]) or offsets[-1] != size or any(
+            values.shape != (slots,) for name, values in arrays.items() if name.startswith("column.")):
+        raise ValueError("inconsistent")  # (a writer's bug: the checksum covers what the disk could do)
+    store = RecordStore(memoryview(mapped)[body + at:body + at + size], offsets, header["paths"])
     files, start = [], 0
     for path, count, stamp, size, exists, problems, line_records in header["files"]:
         files.append(FileLoad(path, RecordList(range(start, start + count), store),

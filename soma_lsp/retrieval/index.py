@@ -381,8 +381,9 @@ class LiveIndex:
         return record_id in self._slot_of
 
     def get(self, record_id: str) -> Record | None:
-        slot = self._slot_of.get(record_id)
-        return None if slot is None else self._slot_records[slot]
+        with self._lock:  # (a compaction renumbers slots)
+            slot = self._slot_of.get(record_id)
+            return None if slot is None else self._slot_records[slot]
 
     def records(self) -> list[Record]:
         """Every record, in id order."""
@@ -432,17 +433,17 @@ class LiveIndex:
 
     def restore(self, state: "IndexState", store: RecordStore | None) -> None:
         """Replace everything with an exported state whose int records are positions in `store`."""
+        columns = _Columns()  # everything built first: a state that does not fit changes nothing
+        columns.grow(len(state.records))
+        for name in _Columns.FIELDS:
+            columns.view(name)[:] = state.columns[name]
+        terms, components = _Postings.restored(*state.terms), _Postings.restored(*state.components)
         with self._write_lock, self._lock:
-            columns = _Columns()
-            columns.grow(len(state.records))
-            for name in _Columns.FIELDS:
-                columns.view(name)[:] = state.columns[name]
             self._columns = columns
             self._slot_records = RecordList(state.records, store)
             self._slot_of = state.slot_of
-            self._terms = _Postings.restored(*state.terms)
-            self._components = _Postings.restored(*state.components)
-            self._documents = DocumentCounter(self._terms.vocabulary)
+            self._terms, self._components = terms, components
+            self._documents = DocumentCounter(terms.vocabulary)
             self._ties, self._total_dl, self._dead_slots = state.ties, state.total_dl, state.dead_slots
             self.version += 1
             self._layout += 1

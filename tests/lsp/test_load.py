@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 import time
 
@@ -53,10 +52,10 @@ async def _until(predicate) -> None:
 
 
 def settle(root) -> None:
-    """Date the pool's files back, so that their stamps are old enough to be trusted (loader.RACY_NS)."""
-    past = time.time() - 60
-    for path in root.rglob("*"):
-        os.utime(path, (past, past))
+    """Wait until the pool's files are old enough for their stamps to be trusted (loader.RACY_NS: 2 s
+    since their last change)."""
+    newest = max(max(p.stat().st_mtime, p.stat().st_ctime) for p in root.rglob("*"))
+    time.sleep(max(0.0, newest + 2.05 - time.time()))
 
 
 async def test_a_restarted_server_starts_from_the_snapshot_and_sees_what_changed(start_session, workspace, tmp_path):
