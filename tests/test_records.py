@@ -147,3 +147,14 @@ def test_unknown_fields_are_kept_and_ignored():
 def test_commit_tags_url():
     r = rec(commit="ABCDEF1", tags=["rope", "long-context"], url="https://tracker/run/1")
     assert (r.commit, r.tags, r.url) == ("abcdef1", ("rope", "long-context"), "https://tracker/run/1")
+
+
+def test_shared_architecture_pairs_never_let_a_boolean_or_a_list_pass_as_a_count():
+    assert parse_record({"id": "a", "name": "x", "architecture": {"Linear": 1}}).architecture == (("Linear", 1.0),)
+    for bad, words in ((True, "boolean"), ([1], "list")):  # True == 1 and hashes alike: not the same pair
+        err = error_of({"id": "a", "name": "x", "architecture": {"Linear": bad}})
+        assert (err.field, words in err.problem) == ("architecture.Linear", True)
+    first = parse_record({"id": "a", "name": "x", "architecture": {"Linear": 2}})
+    again = parse_record({"id": "b", "name": "y", "architecture": ["Linear", "Linear"]})
+    assert first.architecture[0] is parse_record({"id": "c", "name": "z", "architecture": {"Linear": 2}}).architecture[0]
+    assert again.architecture == (("Linear", 1.0), ("Linear", 1.0))
