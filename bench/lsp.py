@@ -137,7 +137,7 @@ async def measure(workspace: Path, hovers: int, during_reindex: bool) -> dict:
         first_hover_s = time.perf_counter() - started
         status = await client.wait_for_pool()
         # New scopes: one hover per definition, so every answer is computed, none cached.
-        scopes = scope_positions(model)
+        scopes = scope_positions(workspace / "model" / "transformer.py")
         first_visits = await timed_hovers(client, uri, scopes, len(scopes))
         result = {"records": status.get("records"), "first_hover_s": first_hover_s, "first_visit_ms": first_visits,
                   "hover_ms": await timed_hovers(client, uri, positions, hovers)}
