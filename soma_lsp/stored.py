@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import marshal
 import threading
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -22,17 +23,16 @@ _STATUS = {status.value: status for status in Status}
 _ZONES: dict[float, timezone] = {}
 
 
-def encode(record: Record, path_ids: dict[str, int]) -> bytes:
-    """The record as bytes for `RecordStore` (its source path as an id into the store's path table).
-    Raises ValueError when its `extra` holds a value `marshal` cannot store (say a YAML timestamp)."""
-    source = record.source or Source("")
+def encode(record: Record) -> bytes:
+    """The record as bytes for `RecordStore`, its source as its line only (the store knows each
+    position's file). Raises ValueError when its `extra` holds a value `marshal` cannot store (say a
+    YAML timestamp)."""
     return marshal.dumps((
         record.id, record.name, record.status.value, _moment(record.created_at), _moment(record.finished_at),
         record.headline, record.details, record.notes, record.architecture,
         tuple((m.name, m.value, m.baseline, m.goal) for m in record.metrics),
         tuple((t.path, t.symbol) for t in record.code), record.commit, record.tags, record.url,
-        record.importance, dict(record.extra), path_ids.setdefault(source.path, len(path_ids)), source.line,
-        record.warnings))
+        record.importance, dict(record.extra), record.source.line if record.source else 0, record.warnings))
 
 
 def _moment(value: datetime | None) -> tuple[str, float | None] | None:
@@ -56,22 +56,19 @@ def _datetime(value: tuple[str, float | None] | None) -> datetime | None:
 
 
 class RecordStore:
-    """Encoded records (`blob[offsets[i]:offsets[i + 1]]`), decoded once each on first access."""
+    """Encoded records (`blob[offsets[i]:offsets[i + 1]]`), decoded once each on first access; `files`
+    are the (first position, path) of each file's records, in position order: a record's source."""
 
-    def __init__(self, blob: Any, offsets: np.ndarray, paths: Sequence[str]) -> None:
+    def __init__(self, blob: Any, offsets: np.ndarray, files: Sequence[tuple[int, str]]) -> None:
         self._blob = memoryview(blob)
         self._offsets = offsets.tolist()
-        self._paths = list(paths)
+        self._starts = [start for start, _ in files]
+        self._paths = [path for _, path in files]
         self._built: list[Record | None] = [None] * (len(self._offsets) - 1)
         self._building = threading.Lock()  # one `Record` per position, whichever thread builds it
 
     def __len__(self) -> int:
         return len(self._built)
-
-    @property
-    def paths(self) -> list[str]:
-        """The source paths the encoded records name by position."""
-        return self._paths
 
     def __getitem__(self, i: int) -> Record:
         record = self._built[i]
@@ -83,17 +80,17 @@ class RecordStore:
         return record
 
     def encoded(self, i: int) -> bytes:
-        """Record i's bytes as stored (valid for a store with the same path table)."""
+        """Record i's bytes as stored (the same in any store that places it in a file of the same path)."""
         return bytes(self._blob[self._offsets[i]:self._offsets[i + 1]])
 
     def _decode(self, i: int) -> Record:
         (id_, name, status, created, finished, headline, details, notes, architecture, metrics, code, commit,
-         tags, url, importance, extra, path, line, warnings) = marshal.loads(
+         tags, url, importance, extra, line, warnings) = marshal.loads(
             self._blob[self._offsets[i]:self._offsets[i + 1]])
         return _new_record(id_, name, _STATUS[status], _datetime(created), _datetime(finished), headline, details,
                            notes, architecture, tuple(_new_metric(*m) for m in metrics),
                            tuple(_new_tie(*t) for t in code), commit, tags, url, importance, extra,
-                           Source(self._paths[path], line), warnings)
+                           Source(self._paths[bisect_right(self._starts, i) - 1], line), warnings)
 
 
 class RecordList:

@@ -48,6 +48,7 @@ def varied_pool(root: Path) -> None:
                                        metrics={"loss": "NaN", "acc": {"value": 0.9, "baseline": 0.8, "goal": "max"}},
                                        code=["model.py::Attention.forward", "train.py"], tags=["t"]))
     write(root / "a" / "many.json", [rec(2, notes="loss spike at warmup"), rec(3, status="weird"), {"id": 5}])
+    write(root / "a" / "n.json", "{no record here")  # between two files with records: it holds none
     write(root / "b" / "runs.jsonl", "\n".join(json.dumps(rec(i, notes=f"warmup {i} spike", importance=0.5))
                                               for i in range(10, 40)) + "\nnot json\n" + json.dumps(rec(2)) + "\n")
     write(root / "b" / "c.yaml", "id: exp-50\nname: yaml run\narchitecture: [Attention, SwiGLU]\n---\nid: exp-51\n")
@@ -89,7 +90,7 @@ def test_a_restart_reads_no_file_and_answers_exactly_as_a_fresh_load(tmp_path):
     assert again.get("exp-1").finished_at.utcoffset().seconds == 19800
     assert again.problems == fresh.problems and again.summary() == fresh.summary()
     assert {k: v for k, v in again.summary().items() if k.endswith("kind")} == {
-        "errors_by_kind": {"duplicate": 1, "json": 1, "validation": 2}, "warnings_by_kind": {"status": 1}}
+        "errors_by_kind": {"duplicate": 1, "json": 2, "validation": 2}, "warnings_by_kind": {"status": 1}}
     assert repr(again.index.tied_to("model.py")) == repr(fresh.index.tied_to("model.py")) != "[]"
 
 

@@ -46,7 +46,7 @@ from .problems import Problem
 
 log = logging.getLogger(__name__)
 
-FORMAT = 2
+FORMAT = 3
 MAGIC = b"SOMASNAP"
 UNUSED_DAYS = 30  # a snapshot neither written nor restored for this long is deleted (at the next save)
 ALIGN = 64
@@ -96,7 +96,6 @@ class PoolState:
 
 def write(path: Path, state: PoolState) -> None:
     """Write the snapshot next to its final name, then move it there (a reader sees old or new)."""
-    path_ids = {p: i for i, p in enumerate(state.store.paths)} if state.store is not None else {}  # grows
     chunks: list[bytes] = []
     start_of: dict[str, int] = {}
     files = []
@@ -109,9 +108,9 @@ def write(path: Path, state: PoolState) -> None:
                 chunks.append(state.store.encoded(item))
                 continue
             try:
-                chunks.append(encode(item, path_ids))
+                chunks.append(encode(item))
             except ValueError:  # an `extra` value marshal cannot hold: keep the rest, read the file again
-                chunks.append(encode(_without_extra(item), path_ids))
+                chunks.append(encode(_without_extra(item)))
                 stamp = None
         files.append((load.path, len(chunks) - start_of[load.path], stamp, load.size, load.exists,
                       [_problem(p) for p in load.problems], load.line_records))
@@ -137,7 +136,7 @@ def write(path: Path, state: PoolState) -> None:
         layout[name] = (values.dtype.str, values.shape, at)
         at = _aligned(at + values.nbytes)
     header = marshal.dumps({
-        "format": FORMAT, "paths": list(path_ids), "files": files, "claims": state.claims, "visible": visible,
+        "format": FORMAT, "files": files, "claims": state.claims, "visible": visible,
         "dups": {i: [_problem(p) for p in ps] for i, ps in state.dups.items()}, "postings": postings,
         "slot_of": index.slot_of, "ties": index.ties, "total_dl": index.total_dl,
         "dead_slots": index.dead_slots, "arrays": layout, "records": (at, len(blob))})
@@ -201,7 +200,8 @@ def read(path: Path) -> PoolState | None:
     try:
         with open(path, "rb") as f:
             status = os.fstat(f.fileno())
-            if status.st_uid != os.getuid() or status.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            if status.st_uid != getattr(os, "getuid", lambda: status.st_uid)() or \
+                    status.st_mode & (stat.S_IWGRP | stat.S_IWOTH):  # (no owners to compare on Windows)
                 log.warning("ignoring snapshot %s: not owned by this user or writable by others", path)
                 return None
             mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
@@ -239,7 +239,9 @@ def _decode(mapped: mmap.mmap) -> PoolState:
     if offsets.size != 1 + sum(f[1] for f in header["files"]) or offsets[-1] != size or any(
             values.shape != (slots,) for name, values in arrays.items() if name.startswith("column.")):
         raise ValueError("inconsistent")  # (a writer's bug: the checksum covers what the disk could do)
-    store = RecordStore(memoryview(mapped)[body + at:body + at + size], offsets, header["paths"])
+    starts = np.cumsum([0] + [f[1] for f in header["files"]]).tolist()
+    store = RecordStore(memoryview(mapped)[body + at:body + at + size], offsets,
+                        [(start, f[0]) for start, f in zip(starts, header["files"])])
     files, start = [], 0
     for path, count, stamp, size, exists, problems, line_records in header["files"]:
         files.append(FileLoad(path, RecordList(range(start, start + count), store),
