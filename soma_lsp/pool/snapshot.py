@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import orjson
@@ -96,24 +97,7 @@ class PoolState:
 
 def write(path: Path, state: PoolState) -> None:
     """Write the snapshot next to its final name, then move it there (a reader sees old or new)."""
-    chunks: list[bytes] = []
-    start_of: dict[str, int] = {}
-    files = []
-    for load in state.files:
-        start_of[load.path] = len(chunks)
-        stamp = load.stamp
-        items = load.records.items if isinstance(load.records, RecordList) else load.records
-        for item in items:
-            if type(item) is int:
-                chunks.append(state.store.encoded(item))
-                continue
-            try:
-                chunks.append(encode(item))
-            except ValueError:  # an `extra` value marshal cannot hold: keep the rest, read the file again
-                chunks.append(encode(_without_extra(item)))
-                stamp = None
-        files.append((load.path, len(chunks) - start_of[load.path], stamp, load.size, load.exists,
-                      [_problem(p) for p in load.problems], load.line_records))
+    chunks, files, start_of = _encoded(state)
     visible = {record_id: start_of[claims[0][0]] + claims[0][1] for record_id, claims in state.claims.items()}
     index = state.index
     slot_positions = np.full(len(index.records), -1, dtype=np.int64)
@@ -141,31 +125,58 @@ def write(path: Path, state: PoolState) -> None:
         "slot_of": index.slot_of, "ties": index.ties, "total_dl": index.total_dl,
         "dead_slots": index.dead_slots, "arrays": layout, "records": (at, len(blob))})
     body = _aligned(PREFIX + len(header))
+    parts = [(PREFIX, header), *((body + layout[name][2], np.ascontiguousarray(values).data)
+                                 for name, values in arrays.items()), (body + at, blob)]
+    _write_file(path, body + at + len(blob), len(header), parts)
+    _prune(path.parent)
+
+
+def _encoded(state: PoolState) -> tuple[list[bytes], list[tuple], dict[str, int]]:
+    """Every file's records as bytes (those still stored, as stored), the files' rows of the header,
+    and each file's first position."""
+    chunks: list[bytes] = []
+    start_of: dict[str, int] = {}
+    files = []
+    for load in state.files:
+        start_of[load.path] = len(chunks)
+        stamp = load.stamp
+        items = load.records.items if isinstance(load.records, RecordList) else load.records
+        for item in items:
+            if type(item) is int:
+                chunks.append(state.store.encoded(item))
+                continue
+            try:
+                chunks.append(encode(item))
+            except ValueError:  # an `extra` value marshal cannot hold: keep the rest, read the file again
+                chunks.append(encode(_without_extra(item)))
+                stamp = None
+        files.append((load.path, len(chunks) - start_of[load.path], stamp, load.size, load.exists,
+                      [_problem(p) for p in load.problems], load.line_records))
+    return chunks, files, start_of
+
+
+def _write_file(path: Path, size: int, header_size: int, parts: list[tuple[int, Any]]) -> None:
+    """A file of `size` bytes with each (offset, bytes) part in place and the prefix in front (its
+    CRC-32 covers the rest), synced, then renamed over `path`."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".snapshot-")  # created 0600
-    size = body + at + len(blob)
     try:
         with open(fd, "w+b") as f:
             f.truncate(size)
-            f.seek(PREFIX)
-            f.write(header)
-            for name, values in arrays.items():
-                f.seek(body + layout[name][2])
-                f.write(np.ascontiguousarray(values).data)
-            f.seek(body + at)
-            f.write(blob)
+            for offset, data in parts:
+                f.seek(offset)
+                f.write(data)
             f.flush()
             with mmap.mmap(f.fileno(), 0) as written:
                 check = zlib.crc32(memoryview(written)[PREFIX:])
             f.seek(0)
-            f.write(MAGIC + b"".join(n.to_bytes(8, "little") for n in (size, len(header), check)))
+            f.write(MAGIC + b"".join(n.to_bytes(8, "little") for n in (size, header_size, check)))
             f.flush()
             os.fsync(f.fileno())  # the rename below must not land before the bytes (a crash would leave zeros)
         os.replace(temporary, path)
     except BaseException:
         os.unlink(temporary)
         raise
-    _prune(path.parent)
 
 
 def _prune(directory: Path) -> None:
@@ -234,19 +245,17 @@ def _decode(mapped: mmap.mmap) -> PoolState:
     body = _aligned(PREFIX + header_size)
     arrays = {name: np.frombuffer(mapped, dtype=np.dtype(dtype), count=int(np.prod(shape)), offset=body + at)
               .reshape(shape) for name, (dtype, shape, at) in header["arrays"].items()}
-    at, size = header["records"]
+    at, blob_size = header["records"]
     slots, offsets = arrays["slot_positions"].size, arrays["offsets"]
-    if offsets.size != 1 + sum(f[1] for f in header["files"]) or offsets[-1] != size or any(
+    starts = np.cumsum([0, *(row[1] for row in header["files"])]).tolist()  # each file's first position
+    if offsets.size != starts[-1] + 1 or offsets[-1] != blob_size or any(
             values.shape != (slots,) for name, values in arrays.items() if name.startswith("column.")):
         raise ValueError("inconsistent")  # (a writer's bug: the checksum covers what the disk could do)
-    starts = np.cumsum([0] + [f[1] for f in header["files"]]).tolist()
-    store = RecordStore(memoryview(mapped)[body + at:body + at + size], offsets,
-                        [(start, f[0]) for start, f in zip(starts, header["files"])])
-    files, start = [], 0
-    for path, count, stamp, size, exists, problems, line_records in header["files"]:
-        files.append(FileLoad(path, RecordList(range(start, start + count), store),
-                              [Problem(*p) for p in problems], exists, size, stamp, line_records))
-        start += count
+    store = RecordStore(memoryview(mapped)[body + at:body + at + blob_size], offsets,
+                        [(first, row[0]) for first, row in zip(starts, header["files"])])
+    files = [FileLoad(path, RecordList(range(first, first + count), store), [Problem(*p) for p in problems],
+                      exists, file_size, stamp, line_records)
+             for first, (path, count, stamp, file_size, exists, problems, line_records) in zip(starts, header["files"])]
     postings = {kind: (vocabulary, arrays[f"{kind}.doc_freq"],
                        [tuple(arrays[f"{kind}.{i}.{part}"] for part in ("indptr", "slots", "counts"))
                         for i in range(segments)])
