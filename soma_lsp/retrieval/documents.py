@@ -40,7 +40,9 @@ class _RunIds(dict):
         self._converted = (0, 0, 0, 0)
 
     def __missing__(self, run: str) -> int:
-        keys = [self.vocabulary.setdefault(term, len(self.vocabulary)) for term in tokenize(run)]
+        # an ASCII run without capitals is its own only term (most new runs: numbers, lower-case words)
+        terms = (run,) if run.isascii() and (run.islower() or run.isdigit()) else tokenize(run)
+        keys = [self.vocabulary.setdefault(term, len(self.vocabulary)) for term in terms]
         self.first.append(keys[0])
         self.others_start.append(len(self.others))
         self.others_count.append(len(keys) - 1)
