@@ -67,9 +67,6 @@ class RecordStore:
         self._built: list[Record | None] = [None] * (len(self._offsets) - 1)
         self._building = threading.Lock()  # one `Record` per position, whichever thread builds it
 
-    def __len__(self) -> int:
-        return len(self._built)
-
     def __getitem__(self, i: int) -> Record:
         record = self._built[i]
         if record is None:

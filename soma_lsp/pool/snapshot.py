@@ -87,7 +87,7 @@ class PoolState:
 
     files: list[FileLoad]  # in path order
     claims: dict[str, list[tuple[str, int]]]
-    visible: dict[str, Record | int]
+    visible: dict[str, Record | int]  # filled by `read`; `write` derives it from the claims
     dups: dict[str, list[Problem]]
     index: IndexState
     store: RecordStore | None
