@@ -40,7 +40,7 @@ MAX_YAML_BYTES = 16 * MiB
 YAML_EXPANSION_LIMIT = 1_000_000  # nodes a document may expand to through aliases (or 10x its own size)
 PROGRESS_BYTES = 4 * MiB
 BOM = b"\xef\xbb\xbf"
-RACY_NS = 2_000_000_000  # a file modified this recently is not trusted to keep its stamp (see FileLoad.stamp)
+RACY_NS = 2_000_000_000  # a file whose mtime or ctime is this recent keeps no stamp (see FileLoad.stamp)
 
 SUFFIXES = {".json": "json", ".jsonl": "jsonl", ".yaml": "yaml", ".yml": "yaml"}
 
