@@ -191,8 +191,8 @@ class LivePool:
         with self._lock:
             self._files = {load.path: load for load in state.files}
             self._by_dir = {}
-            for path in self._files:  # (normalized paths: the head of the last separator is the dirname)
-                self._by_dir.setdefault(path[:max(path.rfind(os.sep), 1)], set()).add(path)
+            for path in self._files:
+                self._by_dir.setdefault(_directory(path), set()).add(path)
             self._problem_files = {load.path for load in state.files if load.problems}
             self._claims, self._visible, self._dups, self._store = state.claims, state.visible, state.dups, state.store
             self.version += 1
@@ -341,7 +341,7 @@ class LivePool:
                 old = self._files.pop(path, None)
                 self._problem_files.discard(path)
                 if old is not None:
-                    directory = os.path.dirname(path)
+                    directory = _directory(path)
                     siblings = self._by_dir.get(directory)
                     if siblings is not None:
                         siblings.discard(path)
@@ -361,7 +361,7 @@ class LivePool:
                     self._files[path] = load
                     if load.problems:
                         self._problem_files.add(path)
-                    self._by_dir.setdefault(os.path.dirname(path), set()).add(path)
+                    self._by_dir.setdefault(_directory(path), set()).add(path)
                     for ordinal in range(kept, len(new_records)):
                         record = new_records[ordinal]
                         bisect.insort(self._claims.setdefault(record.id, []), (path, ordinal))
@@ -407,6 +407,12 @@ class LivePool:
                 callback(change)
             except Exception:  # noqa: BLE001 - a subscriber must not break the pool
                 log.exception("pool subscriber %r failed", callback)
+
+
+def _directory(path: str) -> str:
+    """`os.path.dirname` of a normalized path (absolute, no `//`, no trailing separator), ~2× faster:
+    a restart files 100k paths by directory."""
+    return path[:max(path.rfind(os.sep), 1)]
 
 
 def _items(records: list[Record] | RecordList) -> list:

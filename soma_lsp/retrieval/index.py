@@ -142,6 +142,11 @@ class _Postings:
         postings.segments = [_Segment(*arrays) for arrays in segments]
         return postings
 
+    @property
+    def posted(self) -> int:
+        """Postings held, over all segments."""
+        return sum(segment.size for segment in self.segments)
+
     def key(self, name: str) -> int | None:
         """The key of a name the committed postings know (a writer may have named newer ones)."""
         key = self.vocabulary.get(name)
@@ -249,10 +254,10 @@ class _Contributions:
     approximate first pass of `rank`, kept while the index layout (and so N, n_t and avgdl) stands:
     per (segment, term) for most terms, and as one dense vector over all slots for a term in at least
     1/DENSE_FRACTION of the records (adding a dense vector costs far less than scattering that many
-    postings). Least recently used entries go once `budget` bytes are held; a term's slots are a view
-    of its segment, so only the float32 part counts (native-integer copies of the slots scatter ~1.3×
-    faster but hold 1.5× as much; with cached component minima they pushed the 1M benchmark's working
-    set past the budget, see docs/decisions.md). Used under the index's read lock."""
+    postings). Least recently used entries go once `budget` bytes are held, each counted with what it
+    holds: a term's slots are a view of its segment, or a native-integer copy where the whole layout so
+    copied fits (`fits_wide`; at 1M such copies pushed the benchmark's working set past the budget, see
+    docs/decisions.md). Used under the index's read lock."""
 
     def __init__(self, budget: int = 1 << 29) -> None:
         self.budget = budget
@@ -656,7 +661,7 @@ class LiveIndex:
         query order, in `dtype` (float32 for the approximate pass)."""
         shared = np.zeros(self._columns.size, dtype=dtype)
         parts = self._per_layout().setdefault("components", {})  # (segment, key) → (least count, slots)
-        wide = self._contributions.fits_wide(sum(segment.size for segment in self._components.segments))
+        wide = self._contributions.fits_wide(self._components.posted)
         for name, q_count in q.bag.items():
             key = self._components.key(name)
             if key is None:
@@ -737,7 +742,7 @@ class LiveIndex:
             bm25 = vectors[0].copy() if vectors else np.zeros(self._columns.size, dtype=np.float32)
         for vector in vectors[2:]:
             bm25 += vector
-        wide = self._contributions.fits_wide(sum(segment.size for segment in self._terms.segments))
+        wide = self._contributions.fits_wide(self._terms.posted)
         for key, idf_t, is_dense in zip(q.keys.tolist(), q.idf, dense.tolist()):
             if is_dense:
                 continue
