@@ -27,6 +27,7 @@ import importlib
 import json
 import os
 import platform
+import random
 import sys
 import time
 from pathlib import Path
@@ -152,7 +153,10 @@ def bm25s_retrieve(retriever: bm25s.BM25, terms: list[str], k: int = K):
 
 
 def time_queries(index: LiveIndex, retriever: bm25s.BM25, queries, rounds: int) -> dict[str, np.ndarray]:
-    """Latency samples (ms) per system; systems interleaved per query so they share the noise."""
+    """Latency samples (ms) per system; systems interleaved per query so they share the noise, in a
+    seeded random order per query: in a fixed order one system always runs right after another on
+    the same query and data (bm25s retrieve after get_scores), on warm caches (at 100k that made
+    retrieve ~8% faster, and soma's full rank, first after the previous query's bm25s, ~10% slower)."""
     full = [RetrievalQuery(text=q.text, architecture=list(q.architecture), now=NOW, limit=K) for q in queries]
     lexical = [RetrievalQuery(text=q.text, limit=K, weights=LEXICAL_ONLY) for q in queries]
     terms = [list(q.terms) for q in queries]
@@ -166,12 +170,13 @@ def time_queries(index: LiveIndex, retriever: bm25s.BM25, queries, rounds: int) 
         for i in range(min(3, len(queries))):
             fn(i)
     samples: dict[str, list[float]] = {name: [] for name in runs}
-    perf = time.perf_counter
+    perf, order, shuffle = time.perf_counter, list(runs), random.Random(len(queries)).shuffle
     for _ in range(rounds):
         for i in range(len(queries)):
-            for name, fn in runs.items():
+            shuffle(order)
+            for name in order:
                 t0 = perf()
-                fn(i)
+                runs[name](i)
                 samples[name].append((perf() - t0) * 1e3)
     return {name: np.asarray(v) for name, v in samples.items()}
 

@@ -218,3 +218,28 @@ def test_the_margin_keeps_a_near_tie_exact():
     no_margin = lambda score, limit, margin, blocks=1024: top_within(score, limit, 0.0, blocks)  # noqa: E731
     with mock.patch.object(index_module, "_top_within", no_margin):
         assert [r.record.id for r in index.rank(RetrievalQuery(text="rope theta norm", limit=1))] == ["r1"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.integers(0, 12), st.dictionaries(st.integers(0, 150), st.integers(1, 5), min_size=1),
+                       min_size=1),
+       st.lists(st.integers(0, 15), min_size=1, max_size=6, unique=True),
+       st.lists(st.integers(0, 160), min_size=1, max_size=12, unique=True), st.sampled_from([1, 2, 4, 64]))
+def test_counts_at_finds_every_posting_and_nothing_else(postings, keys, slots, stride):
+    """`counts_at` searches the sampled key·span + slot values first, then within one window; any
+    stride, keys unknown to the segment and slots past its last all give the brute-force answer."""
+    triples = sorted((key, slot, tf) for key, by_slot in postings.items() for slot, tf in by_slot.items())
+    key_of, slot_of, tf_of = (np.array(column) for column in zip(*triples))
+    segment = index_module._Segment.build(key_of, slot_of, tf_of.astype(np.float64), max(postings) + 1)
+    wanted = np.array(sorted(slots))
+    with mock.patch.object(index_module, "SAMPLE_STRIDE", stride):
+        got = segment.counts_at(np.array(keys), wanted)
+    assert got.tolist() == [[postings.get(k, {}).get(s, 0) for s in wanted.tolist()] for k in keys]
+
+
+def test_dense_terms_from_one_eighth_of_the_records_only_when_their_vectors_fit():
+    contributions = index_module._Contributions(budget=1600)
+    doc_freq = np.array([13, 30, 5, 0])  # of 100 records: two keys in ≥ 1/8, one of them in ≥ 1/4
+    assert contributions.dense_fraction(doc_freq, 100) == 8  # 2 vectors of 100 float32 = 800 B ≤ 1600 / 2
+    contributions.budget = 1599
+    assert contributions.dense_fraction(doc_freq, 100) == 4

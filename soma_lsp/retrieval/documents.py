@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .tokenize import ASCII_SEPARATORS, RUN, tokenize
+from .tokenize import ASCII_SEPARATORS, RUN, is_plain, tokenize
 
 FIELD_WEIGHTS = (3, 2, 1, 1)  # name, headline, notes, details (SPEC 2.2)
 CHUNK_DOCUMENTS = 256  # documents counted at once: their text, token strings and numpy temporaries stay in
@@ -40,8 +40,7 @@ class _RunIds(dict):
         self._converted = (0, 0, 0, 0)
 
     def __missing__(self, run: str) -> int:
-        # an ASCII run without capitals is its own only term (most new runs: numbers, lower-case words)
-        terms = (run,) if run.isascii() and (run.islower() or run.isdigit()) else tokenize(run)
+        terms = (run,) if is_plain(run) else tokenize(run)
         keys = [self.vocabulary.setdefault(term, len(self.vocabulary)) for term in terms]
         self.first.append(keys[0])
         self.others_start.append(len(self.others))

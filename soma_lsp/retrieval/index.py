@@ -40,7 +40,9 @@ from .tokenize import tokenize
 SEGMENT_RECORDS = 1 << 17  # bulk loads are cut into segments of this many records (bounds peak memory)
 MERGE_FANOUT = 4  # merge the newest segments once this many of similar size have piled up
 MERGE_MAX = 1 << 22  # postings: segments this big are never merged again (compaction aside)
-DENSE_FRACTION = 4  # a term in ≥ 1/4 of the records is added as a dense vector, not scattered
+DENSE_FRACTION = 4  # a term in ≥ 1/4 of the records is added as a dense vector, not scattered (or
+# ≥ 1/8, see `_Contributions.dense_fraction`)
+SAMPLE_STRIDE = 64  # `_Segment.counts_at` searches among every 64th posting first (1/8 byte a posting)
 FEW_SLOTS = 4096  # exact values of up to this many slots are looked up, not scattered
 WEIGHTINGS_KEPT = 8  # query shapes whose per-record weighting is kept (see `_weighting`)
 
@@ -63,11 +65,13 @@ class _Segment:
     counts: np.ndarray
     first: int = field(init=False)  # the lowest and highest slot posted here: where a slot's
     last: int = field(init=False)  # postings may be
+    sample: np.ndarray | None = field(init=False, repr=False)  # see `_sampled`
 
     def __post_init__(self) -> None:
         empty = not self.slots.size
         object.__setattr__(self, "first", 0 if empty else int(self.slots.min()))
         object.__setattr__(self, "last", -1 if empty else int(self.slots.max()))
+        object.__setattr__(self, "sample", None)
 
     @property
     def size(self) -> int:
@@ -80,17 +84,22 @@ class _Segment:
         return (self.slots[start:end], self.counts[start:end]) if end > start else None
 
     def counts_at(self, keys: np.ndarray, slots: np.ndarray) -> np.ndarray:
-        """tf[i, j] of key i at slot j (0 where absent): one binary search per pair, all pairs at once
-        (each key's slots are ascending), by halving steps over the longest key's range."""
+        """tf[i, j] of key i at slot j (0 where absent), all pairs at once. Postings in (key, slot)
+        order are in order of key·span + slot (span: past the last slot), so one search among every
+        SAMPLE_STRIDE-th such value (`_sampled`) finds the window where a pair can be, and a few
+        halving steps find it within its key's part of that window."""
         if not self.slots.size:
             return np.zeros((keys.size, slots.size), dtype=self.counts.dtype)
         known = keys + 1 < self.indptr.size
-        start = np.where(known, self.indptr[np.minimum(keys, self.indptr.size - 2)], 0)
-        end = np.where(known, self.indptr[np.minimum(keys + 1, self.indptr.size - 1)], 0)
-        target, top = slots[None, :], self.slots.size - 1
-        below = np.repeat(start[:, None] - 1, slots.size, axis=1)  # the last position known < target
-        end = end[:, None]
-        step = 1 << int((end[:, 0] - start).max(initial=0)).bit_length()
+        start = np.where(known, self.indptr[np.minimum(keys, self.indptr.size - 2)], 0)[:, None]
+        end = np.where(known, self.indptr[np.minimum(keys + 1, self.indptr.size - 1)], 0)[:, None]
+        target = slots[None, :]
+        window = np.searchsorted(self._sampled(), keys[:, None] * (self.last + 1) + target, side="right") - 1
+        window = np.maximum(window, 0) * SAMPLE_STRIDE
+        below = np.maximum(window, start) - 1  # the last position known < target
+        end = np.minimum(window + SAMPLE_STRIDE, end)
+        top = self.slots.size - 1
+        step = 1 << int((end - below - 1).max(initial=0)).bit_length()
         while step:
             probe = below + step
             ahead = probe < end
@@ -99,6 +108,14 @@ class _Segment:
             step >>= 1
         at = np.minimum(below + 1, top)
         return np.where((below + 1 < end) & (self.slots[at] == target), self.counts[at], 0)
+
+    def _sampled(self) -> np.ndarray:
+        """key·span + slot of every SAMPLE_STRIDE-th posting (ascending), made at the first lookup."""
+        if self.sample is None:
+            positions = np.arange(0, self.slots.size, SAMPLE_STRIDE)
+            keys = np.searchsorted(self.indptr, positions, side="right") - 1
+            object.__setattr__(self, "sample", keys * (self.last + 1) + self.slots[positions])
+        return self.sample
 
     @classmethod
     def build(cls, keys: np.ndarray, slots: np.ndarray, counts: np.ndarray, n_keys: int) -> "_Segment":
@@ -307,6 +324,16 @@ class _Contributions:
         (1M) they stay views, so that a query stream's working set is not pushed past the budget
         (docs/decisions.md)."""
         return 12 * postings <= self.budget // 2
+
+    def dense_fraction(self, doc_freq: np.ndarray, n: int) -> int:
+        """Terms in at least 1/fraction of the n records are added as dense vectors: 1/8 when the
+        vectors of all such terms fit in half the budget, as the sparse parts do beside them
+        (`fits_wide`; say 100k records: from a cold cache, scattering a term in 1/8–1/4 of them costs
+        more than adding its vector), else 1/4 (1M: the vectors would push the working set past the
+        budget, docs/decisions.md)."""
+        twice = 2 * DENSE_FRACTION
+        fits = 4 * n * int(np.count_nonzero(twice * doc_freq >= n)) <= self.budget // 2
+        return twice if fits else DENSE_FRACTION
 
     def dense(self, layout: int, segments: Sequence[_Segment], key: int, idf_t: float,
               norm: np.ndarray) -> np.ndarray:
@@ -565,7 +592,7 @@ class LiveIndex:
             if min_score > 0:
                 keep &= exact["score"] >= min_score
             order = self._ordered(exact, np.flatnonzero(keep))
-            return [self._scored(exact, i, q) for i in order[:query.limit]]
+            return self._scored(exact, order[:query.limit], q)
 
     def score(self, query: RetrievalQuery, record_ids: Iterable[str]) -> list[ScoredRecord]:
         """The scores `rank` would give these records (unknown ids are skipped), in the order given."""
@@ -575,7 +602,7 @@ class LiveIndex:
                 return []
             q = self._resolve(query)
             exact = self._exact(q, slots, self._approximate(q))
-            return [self._scored(exact, i, q) for i in range(slots.size)]
+            return self._scored(exact, list(range(slots.size)), q)
 
     def _resolve(self, query: RetrievalQuery) -> "_Query":
         terms = _query_terms(query.text)
@@ -637,8 +664,8 @@ class LiveIndex:
             inside = slots[start:end]
             tf = segment.counts_at(q.keys, inside).astype(np.float64)
             matched[:, start:end] |= tf > 0
-            for row in idf * T.tf_part(tf, norm[inside]):  # term by term; 0.0 where a term is absent
-                bm25[start:end] += row
+            # term by term (a running sum: `sum` may add pairwise); 0.0 where a term is absent
+            bm25[start:end] += np.cumsum(idf * T.tf_part(tf, norm[inside]), axis=0)[-1]
         return bm25, matched
 
     def _shared_at(self, q: "_Query", slots: np.ndarray) -> np.ndarray:
@@ -733,7 +760,7 @@ class LiveIndex:
         if not q.keys.size:
             return None
         norm, n = self._length_norm(), len(self._slot_of)
-        dense = DENSE_FRACTION * self._terms.doc_freq[q.keys] >= n
+        dense = self._dense_fraction() * self._terms.doc_freq[q.keys] >= n
         vectors = [self._contributions.dense(self._layout, self._terms.segments, key, idf_t, norm)
                    for key, idf_t, is_dense in zip(q.keys.tolist(), q.idf, dense.tolist()) if is_dense]
         if len(vectors) >= 2:  # the error bound holds in any order of addition: dense terms first
@@ -807,6 +834,12 @@ class LiveIndex:
             cache["by_time"] = (order, time[order])
         return cache["by_time"]
 
+    def _dense_fraction(self) -> int:
+        cache = self._per_layout()
+        if "dense_fraction" not in cache:
+            cache["dense_fraction"] = self._contributions.dense_fraction(self._terms.doc_freq, len(self._slot_of))
+        return cache["dense_fraction"]
+
     def _dead(self) -> np.ndarray:
         cache = self._per_layout()
         if "dead" not in cache:
@@ -854,22 +887,33 @@ class LiveIndex:
         records, slots, score = self._slot_records, exact["slots"], exact["score"]
         return sorted(rows.tolist(), key=lambda i: (-score[i], records[slots[i]].id))
 
-    def _scored(self, exact: Mapping[str, Any], i: int, q: "_Query") -> ScoredRecord:
-        slot = int(exact["slots"][i])
-        record = self._slot_records[slot]
-        effective = q.weighting["table"][exact["classes"][i]]
-        record_bag = T.component_bag(record.architecture)
-        components = ScoreComponents(
-            lexical=float(exact["lexical"][i]) if q.terms else None,
-            structural=float(exact["structural"][i]) if exact["structural_applies"][i] else None,
-            recency=float(exact["recency"][i]) if exact["recency_applies"][i] else None,
-            importance=float(self._columns.importance[slot]),
-            weights=dict(zip(TERMS, effective.tolist())),
-            matched_terms=tuple(compress(q.key_terms, exact["matched"][:, i].tolist())),
-            shared_components=tuple(sorted(set(q.bag) & set(record_bag))),
-        )
-        return ScoredRecord(record, float(exact["score"][i]), components,
-                            dead_end=bool(self._columns.dead_end[slot]))
+    def _scored(self, exact: Mapping[str, Any], rows: list[int], q: "_Query") -> list[ScoredRecord]:
+        """The results of these rows, their values taken out of numpy once for all of them."""
+        if not rows:
+            return []
+        at = np.asarray(rows)
+        slots = exact["slots"][at]
+        score, lexical, structural = (exact[name][at].tolist() for name in ("score", "lexical", "structural"))
+        recency = exact["recency"][at].tolist() if exact["recency"] is not None else [None] * at.size
+        structural_applies, recency_applies = exact["structural_applies"][at].tolist(), exact["recency_applies"][at].tolist()
+        weights = q.weighting["table"][exact["classes"][at]].tolist()
+        matched = exact["matched"][:, at].T.tolist()
+        importance, dead_end = self._columns.importance[slots].tolist(), self._columns.dead_end[slots].tolist()
+        query_components = set(q.bag)
+        results = []
+        for i, slot in enumerate(slots.tolist()):
+            record = self._slot_records[slot]
+            components = ScoreComponents(
+                lexical=lexical[i] if q.terms else None,
+                structural=structural[i] if structural_applies[i] else None,
+                recency=recency[i] if recency_applies[i] else None,
+                importance=importance[i],
+                weights=dict(zip(TERMS, weights[i])),
+                matched_terms=tuple(compress(q.key_terms, matched[i])),
+                shared_components=tuple(sorted(query_components.intersection(T.component_bag(record.architecture)))),
+            )
+            results.append(ScoredRecord(record, score[i], components, dead_end=dead_end[i]))
+        return results
 
 
 @dataclass(frozen=True, slots=True)

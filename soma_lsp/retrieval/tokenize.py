@@ -38,6 +38,12 @@ def split_run(run: str) -> list[str]:
     return parts
 
 
+def is_plain(run: str) -> bool:
+    """Whether a run is its own only term: ASCII without capitals (most runs: numbers, lower-case
+    words), so neither splitting nor lower-casing can change it."""
+    return run.isascii() and (run.islower() or run.isdigit())
+
+
 def _runs(text: str) -> list[str]:
     return text.translate(ASCII_SEPARATORS).split() if text.isascii() else RUN.findall(text)
 
@@ -46,6 +52,9 @@ def tokenize(text: str) -> list[str]:
     """Terms of `text` in order: each part of each run lower-cased, then the whole run when it split."""
     terms: list[str] = []
     for run in _runs(text):
+        if is_plain(run):
+            terms.append(run)
+            continue
         parts = split_run(run)
         if len(parts) == 1:
             terms.append(run.lower())
