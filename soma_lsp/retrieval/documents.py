@@ -21,14 +21,16 @@ CHUNK_DOCUMENTS = 256  # documents counted at once: their text, token strings an
 # the CPU's cache and in memory already mapped (a whole 100k batch at once ran ~2× slower, much of it in
 # page faults for fresh temporaries)
 _MARK = "\x01"  # between two records' texts; kept (not a separator) so that it splits off as a token
-_SEPARATORS_BUT_MARK = {c: s for c, s in ASCII_SEPARATORS.items() if c != ord(_MARK)}
+# ASCII text is split as bytes (a byte table translates and `bytes.split` splits ~1.4× faster than str's)
+_SEPARATOR_BYTES = bytes(32 if i in ASCII_SEPARATORS and i != ord(_MARK) else i for i in range(256))
+_MARK_BYTES = _MARK.encode()
 
 
 class _RunIds(dict):
-    """Run as written → id; an unseen run gets the next id and its terms are recorded."""
+    """Run as written (UTF-8 bytes) → id; an unseen run gets the next id and its terms are recorded."""
 
     def __init__(self, vocabulary: dict[str, int]) -> None:
-        super().__init__({_MARK: 0})
+        super().__init__({_MARK_BYTES: 0})
         self.vocabulary = vocabulary  # term → key, shared with the postings (new terms get new keys)
         # per run id: the key of its first term (-1 for the mark), and where its other terms (those
         # of a run that splits) sit in `others` and how many there are
@@ -39,14 +41,15 @@ class _RunIds(dict):
         self._buffers = tuple(np.zeros(0, np.int64) for _ in range(4))  # the lists, as far as converted
         self._converted = (0, 0, 0, 0)
 
-    def __missing__(self, run: str) -> int:
+    def __missing__(self, written: bytes) -> int:
+        run = written.decode()
         terms = (run,) if is_plain(run) else tokenize(run)
         keys = [self.vocabulary.setdefault(term, len(self.vocabulary)) for term in terms]
         self.first.append(keys[0])
         self.others_start.append(len(self.others))
         self.others_count.append(len(keys) - 1)
         self.others.extend(keys[1:])
-        run_id = self[run] = len(self)
+        run_id = self[written] = len(self)
         return run_id
 
     def arrays(self) -> tuple[np.ndarray, ...]:
@@ -130,16 +133,16 @@ class DocumentCounter:
     def _field_runs(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """Run ids of every text's runs and the row (text index) of each."""
         runs = self._runs
-        plain = [t.isascii() and _MARK not in t for t in texts]  # ASCII stays ASCII: translate's fast path
-        tokens = f" {_MARK} ".join([t if ok else "" for t, ok in zip(texts, plain)]).translate(
-            _SEPARATORS_BUT_MARK).split()
+        plain = [t.isascii() and _MARK not in t for t in texts]
+        tokens = f" {_MARK} ".join([t if ok else "" for t, ok in zip(texts, plain)]).encode().translate(
+            _SEPARATOR_BYTES).split()
         ids = np.fromiter(map(runs.__getitem__, tokens), dtype=np.int64, count=len(tokens))
         mark = ids == 0
         rows = np.cumsum(mark)[~mark]
         ids = ids[~mark]
         others = [(row, t) for row, (t, ok) in enumerate(zip(texts, plain)) if not ok]
         if others:  # SPEC 2.1's runs of alphanumeric characters, found by the regex
-            extra = [(row, runs[run]) for row, text in others for run in RUN.findall(text)]
+            extra = [(row, runs[run.encode()]) for row, text in others for run in RUN.findall(text)]
             if extra:
                 more_rows, more_ids = np.array(extra, dtype=np.int64).T
                 rows, ids = np.concatenate([rows, more_rows]), np.concatenate([ids, more_ids])
