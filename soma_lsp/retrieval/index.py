@@ -24,7 +24,8 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import compress, count, filterfalse
+from functools import lru_cache
+from itertools import compress, count, filterfalse, repeat
 from typing import Any
 
 import numpy as np
@@ -606,13 +607,11 @@ class LiveIndex:
 
     def _resolve(self, query: RetrievalQuery) -> "_Query":
         terms = _query_terms(query.text)
-        keys, key_terms, df = [], [], self._terms.doc_freq
-        for term in terms:
-            key = self._terms.key(term)
-            if key is not None and df[key] > 0:
-                keys.append(key)
-                key_terms.append(term)
-        key_array = np.array(keys, dtype=np.int64)
+        df = self._terms.doc_freq
+        found = np.fromiter(map(self._terms.vocabulary.get, terms, repeat(-1)), dtype=np.int64, count=len(terms))
+        known = (found >= 0) & (found < df.size)  # (a writer may have named newer keys)
+        known[known] = df[found[known]] > 0
+        key_array, key_terms = found[known], list(compress(terms, known.tolist()))
         bag = T.component_bag(query.architecture)
         total = float(sum(bag.values()))
         return _Query(
@@ -950,8 +949,8 @@ def _top_within(score: np.ndarray, limit: int, margin: float, blocks: int = 1024
     that high), so one cheap pass over block maxima narrows the search before the exact partition."""
     n_blocks = max(limit, blocks)
     if score.size > 4 * n_blocks:
-        starts = np.linspace(0, score.size, n_blocks, endpoint=False).astype(np.int64)
-        floor = np.partition(np.maximum.reduceat(score, starts), n_blocks - limit)[n_blocks - limit]
+        floor = np.partition(np.maximum.reduceat(score, _block_starts(score.size, n_blocks)),
+                             n_blocks - limit)[n_blocks - limit]
         pool = np.flatnonzero(score >= floor - margin if floor > -np.inf else score > -np.inf)
     else:
         pool = np.flatnonzero(score > -np.inf)
@@ -960,3 +959,11 @@ def _top_within(score: np.ndarray, limit: int, margin: float, blocks: int = 1024
     values = score[pool]
     kth = np.partition(values, pool.size - limit)[pool.size - limit]
     return pool[values >= kth - margin]
+
+
+@lru_cache(maxsize=8)
+def _block_starts(size: int, blocks: int) -> np.ndarray:
+    """Where each of `blocks` nearly equal blocks of `size` values starts (per pool size, kept)."""
+    starts = np.linspace(0, size, blocks, endpoint=False).astype(np.int64)
+    starts.flags.writeable = False
+    return starts
