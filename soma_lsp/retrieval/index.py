@@ -894,7 +894,8 @@ class LiveIndex:
         slots = exact["slots"][at]
         score, lexical, structural = (exact[name][at].tolist() for name in ("score", "lexical", "structural"))
         recency = exact["recency"][at].tolist() if exact["recency"] is not None else [None] * at.size
-        structural_applies, recency_applies = exact["structural_applies"][at].tolist(), exact["recency_applies"][at].tolist()
+        structural_applies = exact["structural_applies"][at].tolist()
+        recency_applies = exact["recency_applies"][at].tolist()
         weights = q.weighting["table"][exact["classes"][at]].tolist()
         matched = exact["matched"][:, at].T.tolist()
         importance, dead_end = self._columns.importance[slots].tolist(), self._columns.dead_end[slots].tolist()
