@@ -124,3 +124,8 @@ class RecordList:
         """The items at these positions, still unbuilt where they were."""
         items = self.items
         return RecordList([items[i] for i in positions], self.store)
+
+
+def items_of(records: list[Record] | RecordList) -> list[Record | int | None]:
+    """The items of a list of records: for a `RecordList`, still unbuilt where they were."""
+    return records.items if isinstance(records, RecordList) else records

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from ..gcpause import collector_paused
 from ..records import Record
-from ..stored import RecordList, RecordStore
+from ..stored import RecordStore, items_of
 from . import snapshot
 from .discover import Roots, normalize
 from .loader import MAX_JSON_BYTES, MAX_YAML_BYTES, FileLoad, load_file
@@ -352,7 +352,7 @@ class LivePool:
                 # The same record at the same place (an unchanged .jsonl line) needs nothing: the same
                 # object, or the same unbuilt position of a restored file (compared unbuilt)
                 kept = sum(1 for _ in itertools.takewhile(lambda pair: pair[0] is pair[1],
-                                                          zip(_items(old_records), _items(new_records))))
+                                                          zip(items_of(old_records), items_of(new_records))))
                 for ordinal in range(kept, len(old_records)):
                     record = old_records[ordinal]
                     self._claims[record.id].remove((path, ordinal))
@@ -414,6 +414,3 @@ def _directory(path: str) -> str:
     a restart files 100k paths by directory."""
     return path[:max(path.rfind(os.sep), 1)]
 
-
-def _items(records: list[Record] | RecordList) -> list:
-    return records.items if isinstance(records, RecordList) else records

@@ -7,10 +7,10 @@ something shows them (`stored.RecordStore`). The file is mapped, not read, so a 
 what it uses.
 
 Never stale: `LivePool.load` takes a file from the snapshot only when the listing's stamp (size,
-mtime_ns, inode) equals the stamp the file had when it was read, and that stamp was not racy
-(`FileLoad.stamp`); every other file — changed, new, gone, racy — is read again and applied as an
-ordinary update. The snapshot's name keys the roots, the load limits, the format and the package
-version, so nothing else ever sees it.
+mtime_ns, ctime_ns, inode, device: `loader.stamp_of`) equals the stamp the file had when it was read,
+and that stamp was not racy (`FileLoad.stamp`); every other file — changed, new, gone, racy — is read
+again and applied as an ordinary update. The snapshot's name keys the roots, the load limits, the
+format and the code that made it (`_code_key`), so nothing else ever sees it.
 
 Trusted only as far as it is ours: written 0600 into a 0700 directory and replaced atomically; one
 owned by someone else, writable by others, truncated, or of another format is ignored (`marshal` is
@@ -41,7 +41,7 @@ import orjson
 from .. import __version__
 from ..records import Record
 from ..retrieval.index import IndexState
-from ..stored import RecordList, RecordStore, encode
+from ..stored import RecordList, RecordStore, encode, items_of
 from .loader import YAML_LOADER, FileLoad
 from .problems import Problem
 
@@ -140,8 +140,7 @@ def _encoded(state: PoolState) -> tuple[list[bytes], list[tuple], dict[str, int]
     for load in state.files:
         start_of[load.path] = len(chunks)
         stamp = load.stamp
-        items = load.records.items if isinstance(load.records, RecordList) else load.records
-        for item in items:
+        for item in items_of(load.records):
             if type(item) is int:
                 chunks.append(state.store.encoded(item))
                 continue

@@ -165,10 +165,12 @@ class _Postings:
         """Postings held, over all segments."""
         return sum(segment.size for segment in self.segments)
 
-    def key(self, name: str) -> int | None:
-        """The key of a name the committed postings know (a writer may have named newer ones)."""
-        key = self.vocabulary.get(name)
-        return key if key is not None and key < self.doc_freq.size else None
+    def keys_of(self, names: Sequence[str]) -> np.ndarray:
+        """Each name's key among the committed postings' (a writer may have named newer ones), -1 for
+        a name they do not know."""
+        keys = np.fromiter(map(self.vocabulary.get, names, repeat(-1)), dtype=np.int64, count=len(names))
+        keys[keys >= self.doc_freq.size] = -1
+        return keys
 
     def prepare(self, per_record: Sequence[Mapping[str, float]]) -> "_Prepared":
         """Postings of a batch with slots 0..k-1, built off the read lock (keys are handed out here;
@@ -607,9 +609,8 @@ class LiveIndex:
 
     def _resolve(self, query: RetrievalQuery) -> "_Query":
         terms = _query_terms(query.text)
-        df = self._terms.doc_freq
-        found = np.fromiter(map(self._terms.vocabulary.get, terms, repeat(-1)), dtype=np.int64, count=len(terms))
-        known = (found >= 0) & (found < df.size)  # (a writer may have named newer keys)
+        found, df = self._terms.keys_of(terms), self._terms.doc_freq
+        known = found >= 0
         known[known] = df[found[known]] > 0
         key_array, key_terms = found[known], list(compress(terms, known.tolist()))
         bag = T.component_bag(query.architecture)
@@ -688,9 +689,8 @@ class LiveIndex:
         shared = np.zeros(self._columns.size, dtype=dtype)
         parts = self._per_layout().setdefault("components", {})  # (segment, key) → (least count, slots)
         wide = self._contributions.fits_wide(self._components.posted)
-        for name, q_count in q.bag.items():
-            key = self._components.key(name)
-            if key is None:
+        for key, q_count in zip(self._components.keys_of(list(q.bag)).tolist(), q.bag.values()):
+            if key < 0:
                 continue
             for segment, slots, counts in self._components.lookup(key):
                 found = parts.get((segment, key))
