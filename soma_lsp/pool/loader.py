@@ -23,7 +23,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -290,13 +290,46 @@ def _json_trailer(text: str, position: int, out: FileLoad) -> None:
         out.problems.append(_json_problem(out.path, json.JSONDecodeError("Extra data", text, rest)))
 
 
+def jsonl_lines(f, max_line: int) -> Iterator[tuple[int, bytes | None, int]]:
+    """(0-based number, bytes without the line end, bytes read so far) of each non-blank line of a
+    `.jsonl` file, streamed; None for a line longer than `max_line` bytes (read past, never held). A
+    UTF-8 BOM on the first line is dropped. The loader and `pool.counting`'s child read lines alike."""
+    readline = f.readline
+    number = -1
+    read = 0
+    while True:
+        raw = readline(max_line + 1)
+        if not raw:
+            return
+        number += 1
+        read += len(raw)
+        if len(raw) > max_line and not raw.endswith(b"\n"):
+            while raw and not raw.endswith(b"\n"):
+                raw = readline(MiB)
+                read += len(raw)
+            yield number, None, read
+            continue
+        if number == 0 and raw.startswith(BOM):
+            raw = raw[len(BOM):]
+        line = raw.rstrip(b"\r\n")
+        if line and not line.isspace():
+            yield number, line, read
+
+
+def decode_line(line: bytes) -> Any:
+    """One `.jsonl` line's value (orjson first: most lines are plain JSON); raises what `_decode_json`
+    and UTF-8 decoding raise."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return _decode_json(line.decode("utf-8"))
+
+
 def _load_jsonl(f, out: FileLoad, max_line: int, progress: Callable[[int], None] | None,
                 previous: FileLoad | None) -> None:
     """One record per non-empty line, streamed; a bad line is reported and the next one still loads."""
     path = out.path
-    readline = f.readline
-    number = -1
-    done = reported = 0
+    reported = read = 0
     line_records = out.line_records = {}
     known_lines = (previous.line_records if previous is not None else None) or {}
     if known_lines:
@@ -307,58 +340,43 @@ def _load_jsonl(f, out: FileLoad, max_line: int, progress: Callable[[int], None]
         for problem in previous.problems:
             line_problems.setdefault(problem.line, []).append(problem)
     digest = hashlib.blake2b
-    while True:
-        raw = readline(max_line + 1)
-        if not raw:
-            if progress is not None:
-                progress(done)
-            return
-        number += 1
-        if progress is not None:
-            done += len(raw)
-            if done - reported >= PROGRESS_BYTES:
-                reported = done
-                progress(done)
-        if len(raw) > max_line and not raw.endswith(b"\n"):
+    for number, line, read in jsonl_lines(f, max_line):
+        if progress is not None and read - reported >= PROGRESS_BYTES:
+            reported = read
+            progress(read)
+        if line is None:
             out.problems.append(Problem(path, number, "", f"line longer than {max_line // MiB} MiB; skipped",
                                         "error", "too-large"))
-            while raw and not raw.endswith(b"\n"):
-                raw = readline(MiB)
             continue
-        if number == 0 and raw.startswith(BOM):
-            raw = raw[len(BOM):]
-        if raw.isspace() or not raw:
-            continue
-        key = digest(raw.rstrip(b"\r\n"), digest_size=16).digest()
+        key = digest(line, digest_size=16).digest()
         known = known_lines.get(key)
         if known is not None:  # an unchanged line: the same record, at its (possibly new) line
-            position, line = known
+            position, known_line = known
             line_records[key] = (len(out.records), number)
-            if line == number:
+            if known_line == number:
                 out.records.append(known_items[position])
-                out.problems.extend(line_problems.get(line, ()))
+                out.problems.extend(line_problems.get(known_line, ()))
             else:
                 record = previous.records[position]
                 _keep_record(out, dataclasses.replace(record, source=Source(path, number)), number)
             continue
         records_before = len(out.records)
         try:
-            value = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            try:
-                value = _decode_json(raw.decode("utf-8"))
-            except UnicodeDecodeError as error:
-                out.problems.append(_utf8_problem(path, raw, error, number))
-                continue
-            except (ValueError, RecursionError) as error:
-                out.problems.append(_json_problem(path, error, number))
-                continue
+            value = decode_line(line)
+        except UnicodeDecodeError as error:
+            out.problems.append(_utf8_problem(path, line, error, number))
+            continue
+        except (ValueError, RecursionError) as error:
+            out.problems.append(_json_problem(path, error, number))
+            continue
         if isinstance(value, dict):
             _add_record(out, value, number)
             if len(out.records) > records_before:
                 line_records[key] = (records_before, number)
         else:
             _not_a_record(out, value, number, "one record (an object) per line")
+    if progress is not None:
+        progress(read)
 
 
 # -- YAML ----------------------------------------------------------------------------------------
