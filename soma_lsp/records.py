@@ -192,6 +192,18 @@ def parse_record(mapping: Any, *, source: Source | None = None) -> Record:
     )
 
 
+def document_texts(mapping: dict) -> tuple[str, str, str, str]:
+    """(name, headline, notes, details) as the record `parse_record(mapping)` builds holds them (absent
+    or blank: ""), for a mapping it accepts; without validating or building the record. What lets
+    `pool.counting` count a file's documents in another process while the loader validates it."""
+    get = mapping.get
+    conclusion = get("conclusion")
+    headline, details = (conclusion.get("headline"), conclusion.get("details")) if type(conclusion) is dict \
+        else (conclusion, None)
+    return tuple([value if type(value) is str and not value.isspace() else ""  # ("".isspace() is False)
+                  for value in (get("name"), headline, get("notes"), details)])
+
+
 def _extra(mapping: Mapping) -> dict[str, Any]:
     """The unknown fields, in input order."""
     if _KNOWN.issuperset(mapping):

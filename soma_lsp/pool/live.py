@@ -14,19 +14,21 @@ disappears, the next occurrence becomes visible.
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import logging
 import os
 import stat
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from ..gcpause import collector_paused
 from ..records import Record
+from ..retrieval.documents import CountedDocuments
 from ..stored import RecordStore, items_of
-from . import snapshot
+from . import counting, snapshot
 from .discover import Roots, normalize
 from .loader import MAX_JSON_BYTES, MAX_YAML_BYTES, FileLoad, load_file
 from .problems import Problem
@@ -287,28 +289,39 @@ class LivePool:
         batch: dict[str, FileLoad | None] = {}
         extras: dict[str, list[Problem]] = {}
         batch_records = 0
-        for path in paths:
-            load = None
-            listed = sizes is not None and path in sizes and path not in gone
-            if listed or self._readable(path, extras):  # the listing checked what _readable checks
-                size = sizes.get(path, 0) if sizes else 0
-                load = load_file(path, progress=streamed if size > step else None, previous=self._files.get(path),
-                                 **self._limits)
-                if not load.exists:  # gone since it was listed (or since the event)
-                    if listed:
-                        extras[path] = load.problems
-                    load = None
-            batch[path] = load
-            batch_records += len(load.records) if load is not None else 0
-            if sizes:
-                done += sizes.get(path, 0)
-                if progress is not None and done >= next_report:
-                    report(done)
-            if batch_records >= self.batch_records or len(batch) >= files_per_batch:
-                self._commit(batch, extras)
-                batch, extras, batch_records = {}, {}, 0
-        if batch:
-            self._commit(batch, extras)
+        # big .jsonl files read for the first time have their documents counted apart meanwhile
+        apart = counting.start(((p, sizes[p]) for p in paths if p in sizes and p not in gone and p not in self._files),
+                               self._limits["max_json_bytes"]) if sizes and self.index is not None else {}
+        counted: dict[str, Callable[[], CountedDocuments | None]] = {}
+        try:
+            for path in paths:
+                load = None
+                listed = sizes is not None and path in sizes and path not in gone
+                if listed or self._readable(path, extras):  # the listing checked what _readable checks
+                    size = sizes.get(path, 0) if sizes else 0
+                    child = apart.get(path)
+                    load = load_file(path, progress=streamed if size > step else None,
+                                     previous=self._files.get(path), **self._limits)
+                    if not load.exists:  # gone since it was listed (or since the event)
+                        if listed:
+                            extras[path] = load.problems
+                        load = None
+                    elif child is not None:
+                        counted[path] = functools.partial(child.documents, load)
+                batch[path] = load
+                batch_records += len(load.records) if load is not None else 0
+                if sizes:
+                    done += sizes.get(path, 0)
+                    if progress is not None and done >= next_report:
+                        report(done)
+                if batch_records >= self.batch_records or len(batch) >= files_per_batch:
+                    self._commit(batch, extras, counted)
+                    batch, extras, batch_records, counted = {}, {}, 0, {}
+            if batch:
+                self._commit(batch, extras, counted)
+        finally:
+            for child in apart.values():
+                child.close()
         if progress is not None and last[0] != total:
             progress(total, total)
 
@@ -328,8 +341,10 @@ class LivePool:
 
     # -- committing ---------------------------------------------------------------------------
 
-    def _commit(self, batch: dict[str, FileLoad | None], extras: dict[str, list[Problem]]) -> None:
-        """Swap these files' records in, as one index update; resolve duplicate ids again."""
+    def _commit(self, batch: dict[str, FileLoad | None], extras: dict[str, list[Problem]],
+                counted: Mapping[str, Callable[[], CountedDocuments | None]]) -> None:
+        """Swap these files' records in, as one index update (`counted`: documents counted apart, by
+        file); resolve duplicate ids again."""
         with self._lock:
             affected: set[str] = set()
             changed = set(batch)
@@ -397,7 +412,7 @@ class LivePool:
                         changed.add(other_path)
                     self._dups[record_id] = dups
             if self.index is not None and (add or remove):
-                self.index.update(add=add, remove=remove)
+                self.index.update(add=add, remove=remove, counted=counted)
             self.version += 1
             self.unsaved = True
             change = PoolChange(tuple(sorted(changed)), tuple(sorted(r.id for r in add)), tuple(sorted(remove)),

@@ -11,6 +11,7 @@ numpy, and the chunks' counts are laid out as the postings' CSR. The result is e
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -161,3 +162,45 @@ def _terms(run_ids: np.ndarray, rows: np.ndarray, first: np.ndarray, others_star
     at = np.repeat(others_start[run_ids[split]] - (ends - lengths), lengths) + np.arange(ends[-1])
     return (np.concatenate([first[run_ids], others[at]]),
             np.concatenate([rows, np.repeat(rows[split], lengths)]))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CountedDocuments:
+    """`DocumentCounter.count`'s CSR (`indptr`, `rows`, `counts`) of documents counted elsewhere — in
+    another process — with a vocabulary of their own: `terms`, in key order; `size` documents."""
+
+    size: int
+    terms: Sequence[str]
+    indptr: np.ndarray
+    rows: np.ndarray
+    counts: np.ndarray
+
+    def select(self, documents: np.ndarray, vocabulary: dict[str, int],
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The CSR `DocumentCounter(vocabulary).count` gives these documents (ascending rows of this
+        count), as rows 0..len-1, keyed in `vocabulary`, which gains the terms it lacks — the same
+        postings, though new terms may get other keys. Each key is one term's run of postings here,
+        so the runs are placed whole: nothing is sorted."""
+        n_terms = len(self.terms)
+        terms = self.terms
+        if documents.size == self.size and len(vocabulary) == 0:  # a whole first count: keyed as here
+            vocabulary.update(zip(terms, range(n_terms)))
+            return self.indptr, self.rows, self.counts
+        row_of = np.full(self.size, -1, dtype=np.int64)
+        row_of[documents] = np.arange(documents.size)
+        rows = row_of[self.rows]
+        kept = rows >= 0
+        term_of = np.repeat(np.arange(n_terms), np.diff(self.indptr))[kept]
+        sizes = np.bincount(term_of, minlength=n_terms)
+        used = np.flatnonzero(sizes)
+        key_of = np.zeros(n_terms, dtype=np.int64)
+        key_of[used] = [vocabulary.setdefault(terms[t], len(vocabulary)) for t in used.tolist()]
+        key_sizes = np.zeros(len(vocabulary), dtype=np.int64)
+        key_sizes[key_of[used]] = sizes[used]
+        indptr = np.zeros(len(vocabulary) + 1, dtype=np.int64)
+        np.cumsum(key_sizes, out=indptr[1:])
+        run_starts = np.cumsum(sizes) - sizes  # where each term's kept postings start among the kept
+        at = indptr[key_of[term_of]] + np.arange(term_of.size) - run_starts[term_of]
+        out_rows, out_counts = np.empty(at.size, dtype=np.int32), np.empty(at.size, dtype=np.float32)
+        out_rows[at], out_counts[at] = rows[kept], self.counts[kept]
+        return indptr, out_rows, out_counts

@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 from array import array
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import compress, count, filterfalse, repeat
@@ -35,7 +35,7 @@ from ..records import Record
 from ..stored import RecordList, RecordStore
 from . import terms as T
 from .model import TERMS, RetrievalQuery, ScoreComponents, ScoredRecord
-from .documents import DocumentCounter
+from .documents import CountedDocuments, DocumentCounter
 from .tokenize import tokenize
 
 SEGMENT_RECORDS = 1 << 17  # bulk loads are cut into segments of this many records (bounds peak memory)
@@ -50,6 +50,30 @@ WEIGHTINGS_KEPT = 8  # query shapes whose per-record weighting is kept (see `_we
 
 def document_fields(record: Record) -> tuple[str, str, str, str]:
     return (record.name, record.headline or "", record.notes or "", record.details or "")
+
+
+def _by_counting(records: list[Record], counted: Mapping[str, Callable[[], CountedDocuments | None]],
+                 ) -> list[tuple[list[Record], Callable[[], CountedDocuments | None] | None]]:
+    """The records of each counted file, in line order (so their rows stay ascending), with its
+    counting; then the rest, to count here."""
+    if not counted:
+        return [(records, None)]
+    by_file: dict[str, list[Record]] = {}
+    rest = []
+    for record in records:
+        path = record.source.path if record.source is not None else None
+        if path in counted:
+            by_file.setdefault(path, []).append(record)
+        else:
+            rest.append(record)
+    groups = [(_in_line_order(group), counted[path]) for path, group in by_file.items()]
+    return groups + [(rest, None)] if rest else groups
+
+
+def _in_line_order(records: list[Record]) -> list[Record]:
+    lines = np.fromiter((r.source.line for r in records), dtype=np.int64, count=len(records))
+    order = np.argsort(lines, kind="stable")
+    return records if np.all(order[1:] > order[:-1]) else [records[i] for i in order.tolist()]
 
 
 def _query_terms(text: str) -> list[str]:
@@ -432,11 +456,15 @@ class LiveIndex:
 
     # -- writing ------------------------------------------------------------------------------
 
-    def update(self, add: Iterable[Record] = (), remove: Iterable[str] = ()) -> None:
+    def update(self, add: Iterable[Record] = (), remove: Iterable[str] = (),
+               counted: Mapping[str, Callable[[], CountedDocuments | None]] | None = None) -> None:
         """Remove the `remove` ids, then add `add` (a present id is replaced), as one atomic step.
 
         The costly part (tokenizing, postings) runs before the read lock is taken, so queries keep
         being answered from the previous state meanwhile; writers queue on their own lock.
+        `counted`: per source path, a function giving the documents of that file counted elsewhere
+        (rows are line numbers), called once the rest of its records' batch is done (so the counting
+        can finish meanwhile); when it gives None, they are counted here.
         """
         with self._write_lock:
             latest = {r.id: r for r in add}  # within a batch, the last record of an id wins
@@ -445,8 +473,9 @@ class LiveIndex:
             with collector_paused():
                 forgotten = (np.diff(self._documents.count([document_fields(r) for r in gone])[0]),
                              self._components.doc_freq_of(T.component_bag(r.architecture) for r in gone))
-                new = list(latest.values())
-                batches = [self._prepare(new[i:i + SEGMENT_RECORDS]) for i in range(0, len(new), SEGMENT_RECORDS)]
+                batches = [self._prepare(group[i:i + SEGMENT_RECORDS], fetch)
+                           for group, fetch in _by_counting(list(latest.values()), counted or {})
+                           for i in range(0, len(group), SEGMENT_RECORDS)]
             with self._lock:
                 self._remove(gone, *forgotten)
                 for batch in batches:
@@ -483,19 +512,25 @@ class LiveIndex:
             self.version += 1
             self._layout += 1
 
-    def _prepare(self, records: list[Record]) -> _Batch:
-        indptr, slots, counts = self._documents.count([document_fields(r) for r in records])
+    def _prepare(self, records: list[Record], fetch: Callable[[], CountedDocuments | None] | None = None,
+                 ) -> _Batch:
         component_bags = [T.component_bag(r.architecture) for r in records]
         dead_ends = [T.is_dead_end(r) for r in records]
         columns = {
-            "dl": np.bincount(slots, weights=counts, minlength=len(records)),
             "time": [T.epoch_seconds(r.time) if r.time else np.nan for r in records],
             "importance": [T.importance(r, dead) for r, dead in zip(records, dead_ends)],
             "arch_total": [sum(bag.values()) for bag in component_bags],
             "dead_end": dead_ends,
         }
-        return _Batch(records, columns, _Prepared.of(_Segment(indptr, slots, counts)),
-                      self._components.prepare(component_bags))
+        components = self._components.prepare(component_bags)
+        counted = fetch() if fetch is not None else None
+        if counted is not None:
+            lines = np.fromiter((r.source.line for r in records), dtype=np.int64, count=len(records))
+            indptr, slots, counts = counted.select(lines, self._terms.vocabulary)
+        else:
+            indptr, slots, counts = self._documents.count([document_fields(r) for r in records])
+        columns["dl"] = np.bincount(slots, weights=counts, minlength=len(records))
+        return _Batch(records, columns, _Prepared.of(_Segment(indptr, slots, counts)), components)
 
     def _remove(self, records: list[Record], term_doc_freq: np.ndarray, component_doc_freq: np.ndarray) -> None:
         if not records:
