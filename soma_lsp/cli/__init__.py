@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
+import os
 import sys
 
 from .. import __version__
@@ -38,3 +40,23 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     return args.run(args)
+
+
+def entry() -> int:
+    """The `soma-lsp` command: `main`. A command that loaded a pool then ends the process at once —
+    output and logs flushed — skipping the interpreter's teardown, which would free the pool object by
+    object after the answer is out (~0.25 s at 100k records, measured). The server exits as usual (its
+    executors finish what they were doing, a snapshot save among them)."""
+    from . import common
+
+    common.outlive = []
+    code = main()
+    if not common.outlive:
+        return code
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (`| head`), a closed stream
+            code = code or 1
+    logging.shutdown()
+    os._exit(code)
