@@ -6,12 +6,15 @@
 
 Two layouts of the same N records (~1 KB each, generated in a temp dir): N single-record `.json` files
 in 100 sub-directories, and one `.jsonl` file. Every measurement runs in its own fresh child process
-(page cache warm, Python cold), so timings and peak RSS do not bleed into each other:
+(page cache warm, Python cold), so timings and peak RSS do not bleed into each other; each timing is the
+best of `--repeat` runs (2), the baseline's as the others':
 
 * baseline: list the files (`os.walk`) and `json.loads` each file / each line into dicts;
 * first load: `LivePool(roots, LiveIndex()).load(progress=...)` — listing, reading, decoding, validating
   (`parse_record`), tokenizing and indexing; also the same load without an index (loader alone). Timed
-  after the imports (numpy & co., reported apart), as the baseline's `json` is already imported;
+  after the imports (numpy & co., reported apart), as the baseline's `json` is already imported. A
+  `.jsonl` file of 32 MiB or more has its documents counted by a second process meanwhile
+  (`pool.counting`) when the machine has a second core;
 * snapshot: a first load, then `LivePool.save_snapshot()` (timed apart; the file's size reported);
 * restart on the unchanged pool: `LivePool(..., cache_dir=...).load()` in a new process, which stands
   the pool up from that snapshot (files listed and their stamps compared, nothing read), plus its first
@@ -262,7 +265,7 @@ def main() -> None:
         rows = {}
         for layout, root in (("files", files), ("jsonl", lines)):
             baseline = best("baseline", root)
-            first = run_child("load", str(root))
+            first = best("load", root)
             loader = best("load-noindex", root)
             query = min(cold_query(root, "--no-snapshot") for _ in range(args.repeat))
             shutil.rmtree(cache, ignore_errors=True)
