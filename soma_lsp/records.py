@@ -179,7 +179,7 @@ def parse_record(mapping: Any, *, source: Source | None = None) -> Record:
         parse_timestamp(get("finished_at"), "finished_at"),
         headline, details,
         _optional_text(get("notes"), "notes"),
-        _architecture(get("architecture")),
+        parse_architecture(get("architecture")),
         _metrics(get("metrics")),
         _code(get("code")),
         _commit(get("commit")),
@@ -301,7 +301,7 @@ def _int_float(value: int, path: str) -> float:
                                 "digits, beyond the range of a float") from None
 
 
-def _architecture(value: Any) -> tuple[tuple[str, float], ...]:
+def parse_architecture(value: Any) -> tuple[tuple[str, float], ...]:
     """Components as (name, count) pairs, in input order; canonicalisation belongs to retrieval."""
     if value is None:
         return ()

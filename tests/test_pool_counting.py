@@ -1,9 +1,10 @@
-"""Counting a big .jsonl file's documents in a child process (`pool.counting`): the same index as
+"""Counting a big .jsonl file's records in a child process (`pool.counting`): the same index as
 counting here, and counting here whenever the child's count cannot be trusted."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from pathlib import Path
@@ -16,8 +17,9 @@ from hypothesis import strategies as st
 from soma_lsp.pool import LivePool, counting, loader
 from soma_lsp.records import RecordError, document_texts, parse_record
 from soma_lsp.retrieval import RetrievalQuery
-from soma_lsp.retrieval.documents import CountedDocuments, DocumentCounter
+from soma_lsp.retrieval.documents import CountedLines, Counts, DocumentCounter, bag_triples, csr
 from soma_lsp.retrieval.index import LiveIndex, document_fields
+from soma_lsp.retrieval.terms import component_bag
 from pool_files import rec, write
 
 QUERIES = [RetrievalQuery(text=text, architecture=arch, now=None, limit=limit)
@@ -38,14 +40,14 @@ def counted_apart_and_quick(monkeypatch):
 def used(monkeypatch) -> list:
     """What each child's count came to: the count, or None when it was counted here."""
     seen = []
-    documents = counting.Counting.documents
+    counts = counting.Counting.counts
 
     def spy(self, load):
-        result = documents(self, load)
+        result = counts(self, load)
         seen.append(result)
         return result
 
-    monkeypatch.setattr(counting.Counting, "documents", spy)
+    monkeypatch.setattr(counting.Counting, "counts", spy)
     return seen
 
 
@@ -113,14 +115,20 @@ def test_the_child_counts_each_record_as_the_loader_would(tmp_path):
     counted, (before, after) = counting.count_file(str(path), loader.MAX_JSON_BYTES)
     assert before == after == loader.stamp_of(os.stat(path))
     wire, stamps = counting.decode(counting.encode(counted, (before, after)))
-    assert stamps == (before, after) and list(wire.terms) == list(counted.terms)
+    assert stamps == (before, after) and list(wire.terms.names) == list(counted.terms.names)
     lines = np.array([r.source.line for r in load.records])
     vocabulary, expected_vocabulary = {"warmup": 0, "zzz": 1}, {"warmup": 0, "zzz": 1}
     expected = DocumentCounter(expected_vocabulary).count([document_fields(r) for r in load.records])
-    assert bag(wire.select(lines, vocabulary), vocabulary) == bag(expected, expected_vocabulary)
-    whole = {}  # every line, into an empty vocabulary: the count as it came
-    assert bag(wire.select(np.arange(wire.size), whole), whole) == bag(
-        (counted.indptr, counted.rows, counted.counts), dict(zip(counted.terms, range(len(counted.terms)))))
+    assert bag(wire.terms.select(lines, vocabulary), vocabulary) == bag(expected, expected_vocabulary)
+    bags = [component_bag(r.architecture) for r in load.records]
+    components, expected_components = {"attention": 0}, {"attention": 0}
+    expected = csr(*bag_triples(bags, expected_components), len(expected_components))
+    assert bag(wire.components.select(lines, components), components) == bag(expected, expected_components)
+    assert wire.arch_total[lines].tolist() == [sum(b.values()) for b in bags] and any(bags)
+    for counts in (counted.terms, counted.components):  # every row, into an empty vocabulary: as it came
+        whole = {}
+        assert bag(counts.select(np.arange(counts.size), whole), whole) == bag(
+            (counts.indptr, counts.rows, counts.counts), dict(zip(counts.names, range(len(counts.names)))))
 
 
 TEXT = st.one_of(st.text(max_size=8), st.sampled_from(["", " ", "\u3000", "a b"]))
@@ -143,10 +151,11 @@ def test_a_malformed_count_is_refused(tmp_path, spoil):
     path = lines_file(tmp_path / "runs.jsonl", 12)
     data = counting.encode(*counting.count_file(str(path), loader.MAX_JSON_BYTES))
     spoilt = {"cut": data[:-3], "trailing": data + b"\0\0\0\0"}.get(spoil, spoil)
-    if spoil == "rows":  # a row past the documents counted
+    if spoil == "rows":  # a row past the lines counted
         counted, stamps = counting.decode(data)
-        spoilt = counting.encode(CountedDocuments(1, counted.terms, counted.indptr, counted.rows, counted.counts),
-                                 stamps)
+        terms = counted.terms
+        spoilt = counting.encode(CountedLines(Counts(1, terms.names, terms.indptr, terms.rows, terms.counts),
+                                              counted.components, counted.arch_total[:1]), stamps)
     with pytest.raises((ValueError, Exception)):
         counting.decode(spoilt)
 
@@ -197,6 +206,7 @@ def test_a_file_changed_after_the_child_read_it_is_counted_here(tmp_path, monkey
 
 def test_a_child_that_fails_is_stopped_or_cannot_start_leaves_the_counting_here(tmp_path, monkeypatch, used,
                                                                                   caplog):
+    caplog.set_level(logging.INFO, counting.__name__)
     lines_file(tmp_path / "p" / "runs.jsonl")
     settle(tmp_path / "p")
     expected = answers(counted_here(tmp_path / "p", monkeypatch))
@@ -215,7 +225,7 @@ def test_a_child_that_fails_is_stopped_or_cannot_start_leaves_the_counting_here(
     with monkeypatch.context() as m:
         m.setattr(counting, "start", stopped)
         assert answers(loaded(tmp_path / "p")) == expected
-    assert "failed (exit -9)" in caplog.text
+    assert "apart was stopped" in caplog.text
     with monkeypatch.context() as m:
         m.setattr(counting.sys, "executable", str(tmp_path / "no-such-python"))
         assert answers(loaded(tmp_path / "p")) == expected

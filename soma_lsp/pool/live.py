@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from ..gcpause import collector_paused
 from ..records import Record
-from ..retrieval.documents import CountedDocuments
+from ..retrieval.documents import CountedLines
 from ..stored import RecordStore, items_of
 from . import counting, snapshot
 from .discover import Roots, normalize
@@ -289,10 +289,10 @@ class LivePool:
         batch: dict[str, FileLoad | None] = {}
         extras: dict[str, list[Problem]] = {}
         batch_records = 0
-        # big .jsonl files read for the first time have their documents counted apart meanwhile
+        # big .jsonl files read for the first time are counted apart meanwhile (pool.counting)
         apart = counting.start(((p, sizes[p]) for p in paths if p in sizes and p not in gone and p not in self._files),
                                self._limits["max_json_bytes"]) if sizes and self.index is not None else {}
-        counted: dict[str, Callable[[], CountedDocuments | None]] = {}
+        counted: dict[str, Callable[[], CountedLines | None]] = {}
         try:
             for path in paths:
                 load = None
@@ -307,7 +307,7 @@ class LivePool:
                             extras[path] = load.problems
                         load = None
                     elif child is not None:
-                        counted[path] = functools.partial(child.documents, load)
+                        counted[path] = functools.partial(child.counts, load)
                 batch[path] = load
                 batch_records += len(load.records) if load is not None else 0
                 if sizes:
@@ -342,7 +342,7 @@ class LivePool:
     # -- committing ---------------------------------------------------------------------------
 
     def _commit(self, batch: dict[str, FileLoad | None], extras: dict[str, list[Problem]],
-                counted: Mapping[str, Callable[[], CountedDocuments | None]]) -> None:
+                counted: Mapping[str, Callable[[], CountedLines | None]]) -> None:
         """Swap these files' records in, as one index update (`counted`: documents counted apart, by
         file); resolve duplicate ids again."""
         with self._lock:

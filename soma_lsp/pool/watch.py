@@ -8,8 +8,6 @@ import os
 import threading
 from collections.abc import Callable
 
-import watchfiles
-from watchfiles.main import RustNotify  # documented: watchfiles' Rust backend
 
 from .discover import Roots
 from .live import LivePool
@@ -65,7 +63,7 @@ class PoolWatcher:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _filter(self, change: watchfiles.Change, path: str) -> bool:
+    def _filter(self, path: str) -> bool:
         if not self._roots.is_visible(path):
             return False
         suffix = os.path.splitext(path)[1].lower()
@@ -96,6 +94,9 @@ class PoolWatcher:
         """One armed watch over the roots that exist (watchfiles' documented Rust backend, so that
         `start()` can return once the watch is really in place). Returns to re-arm when a missing root
         appears or a watched one disappears."""
+        from watchfiles.main import RustNotify  # documented: watchfiles' Rust backend (imported here: of
+        # the processes that load a pool, only a watching server needs it)
+
         missing = len(present) < len(self._roots.paths)
         with RustNotify(present, False, False, 300, True, True) as notify:
             self._armed.set()
@@ -107,7 +108,7 @@ class PoolWatcher:
                     self._stop.set()
                     return
                 if raw != "timeout":
-                    paths = {path for change, path in raw if self._filter(watchfiles.Change(change), path)}
+                    paths = {path for _, path in raw if self._filter(path)}
                     if paths:
                         self._apply(paths)
                     if not all(os.path.isdir(root) for root in present):

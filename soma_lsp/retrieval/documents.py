@@ -10,8 +10,10 @@ numpy, and the chunks' counts are laid out as the postings' CSR. The result is e
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from array import array
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import count, filterfalse
 
 import numpy as np
 
@@ -164,43 +166,78 @@ def _terms(run_ids: np.ndarray, rows: np.ndarray, first: np.ndarray, others_star
             np.concatenate([rows, np.repeat(rows[split], lengths)]))
 
 
+def csr(keys: np.ndarray, rows: np.ndarray, counts: np.ndarray, n_keys: int,
+        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CSR by key (indptr, rows as int32, counts as float32) of (key, row, count) triples whose (key, row)
+    pairs are unique; rows that come ascending stay ascending within each key."""
+    order = np.argsort(keys, kind="stable")
+    indptr = np.zeros(n_keys + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys, minlength=n_keys), out=indptr[1:])
+    return indptr, rows[order].astype(np.int32, copy=False), counts[order].astype(np.float32, copy=False)
+
+
+def bag_triples(bags: Sequence[Mapping[str, float]], vocabulary: dict[str, int],
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(key, row, count) of every name of every bag (row: the bag's position), keys from `vocabulary`,
+    which gains the names it lacks."""
+    keys, counts = array("q"), array("d")  # packed machine values: 8 bytes each, not a Python object
+    lengths = []
+    for bag in bags:
+        vocabulary.update(zip(filterfalse(vocabulary.__contains__, bag), count(len(vocabulary))))
+        keys.extend(map(vocabulary.__getitem__, bag))
+        counts.extend(bag.values())
+        lengths.append(len(bag))
+    rows = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+    return np.frombuffer(keys, dtype=np.int64), rows, np.frombuffer(counts, dtype=np.float64)
+
+
 @dataclass(frozen=True, slots=True, eq=False)
-class CountedDocuments:
-    """`DocumentCounter.count`'s CSR (`indptr`, `rows`, `counts`) of documents counted elsewhere — in
-    another process — with a vocabulary of their own: `terms`, in key order; `size` documents."""
+class Counts:
+    """Counts of `size` rows made elsewhere — in another process — as CSR by key (`indptr`, `rows`,
+    `counts`), with a vocabulary of their own: `names`, in key order."""
 
     size: int
-    terms: Sequence[str]
+    names: Sequence[str]
     indptr: np.ndarray
     rows: np.ndarray
     counts: np.ndarray
 
-    def select(self, documents: np.ndarray, vocabulary: dict[str, int],
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The CSR `DocumentCounter(vocabulary).count` gives these documents (ascending rows of this
-        count), as rows 0..len-1, keyed in `vocabulary`, which gains the terms it lacks — the same
-        postings, though new terms may get other keys. Each key is one term's run of postings here,
-        so the runs are placed whole: nothing is sorted."""
-        n_terms = len(self.terms)
-        terms = self.terms
-        if documents.size == self.size and len(vocabulary) == 0:  # a whole first count: keyed as here
-            vocabulary.update(zip(terms, range(n_terms)))
+    def select(self, rows: np.ndarray, vocabulary: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The CSR of these rows (ascending) as rows 0..len-1, keyed in `vocabulary`, which gains the
+        names it lacks: the postings counting them here would give, though new names may get other
+        keys. Each key is one name's run of postings here, so the runs are placed whole: nothing is
+        sorted."""
+        n_names = len(self.names)
+        names = self.names
+        if rows.size == self.size and len(vocabulary) == 0:  # every row into nothing: keyed as here
+            vocabulary.update(zip(names, range(n_names)))
             return self.indptr, self.rows, self.counts
         row_of = np.full(self.size, -1, dtype=np.int64)
-        row_of[documents] = np.arange(documents.size)
-        rows = row_of[self.rows]
-        kept = rows >= 0
-        term_of = np.repeat(np.arange(n_terms), np.diff(self.indptr))[kept]
-        sizes = np.bincount(term_of, minlength=n_terms)
+        row_of[rows] = np.arange(rows.size)
+        new_rows = row_of[self.rows]
+        kept = new_rows >= 0
+        name_of = np.repeat(np.arange(n_names), np.diff(self.indptr))[kept]
+        sizes = np.bincount(name_of, minlength=n_names)
         used = np.flatnonzero(sizes)
-        key_of = np.zeros(n_terms, dtype=np.int64)
-        key_of[used] = [vocabulary.setdefault(terms[t], len(vocabulary)) for t in used.tolist()]
+        key_of = np.zeros(n_names, dtype=np.int64)
+        key_of[used] = [vocabulary.setdefault(names[t], len(vocabulary)) for t in used.tolist()]
         key_sizes = np.zeros(len(vocabulary), dtype=np.int64)
         key_sizes[key_of[used]] = sizes[used]
         indptr = np.zeros(len(vocabulary) + 1, dtype=np.int64)
         np.cumsum(key_sizes, out=indptr[1:])
-        run_starts = np.cumsum(sizes) - sizes  # where each term's kept postings start among the kept
-        at = indptr[key_of[term_of]] + np.arange(term_of.size) - run_starts[term_of]
-        out_rows, out_counts = np.empty(at.size, dtype=np.int32), np.empty(at.size, dtype=np.float32)
-        out_rows[at], out_counts[at] = rows[kept], self.counts[kept]
+        run_starts = np.cumsum(sizes) - sizes  # where each name's kept postings start among the kept
+        at = indptr[key_of[name_of]] + np.arange(name_of.size) - run_starts[name_of]
+        out_rows, out_counts = np.empty(at.size, dtype=np.int32), np.empty(at.size, dtype=self.counts.dtype)
+        out_rows[at], out_counts[at] = new_rows[kept], self.counts[kept]
         return indptr, out_rows, out_counts
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CountedLines:
+    """What the index derives from records' text and architecture, derived instead from the lines of
+    their file by another process (rows are line numbers): the documents' term counts
+    (`DocumentCounter`'s), the component bags' counts, and each line's component total."""
+
+    terms: Counts
+    components: Counts
+    arch_total: np.ndarray

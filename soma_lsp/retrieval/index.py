@@ -20,12 +20,11 @@ update, merge or compaction) and dropped when it moves.
 from __future__ import annotations
 
 import threading
-from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import compress, count, filterfalse, repeat
+from itertools import compress, repeat
 from typing import Any
 
 import numpy as np
@@ -35,7 +34,7 @@ from ..records import Record
 from ..stored import RecordList, RecordStore
 from . import terms as T
 from .model import TERMS, RetrievalQuery, ScoreComponents, ScoredRecord
-from .documents import CountedDocuments, DocumentCounter
+from .documents import CountedLines, DocumentCounter, bag_triples, csr
 from .tokenize import tokenize
 
 SEGMENT_RECORDS = 1 << 17  # bulk loads are cut into segments of this many records (bounds peak memory)
@@ -52,8 +51,8 @@ def document_fields(record: Record) -> tuple[str, str, str, str]:
     return (record.name, record.headline or "", record.notes or "", record.details or "")
 
 
-def _by_counting(records: list[Record], counted: Mapping[str, Callable[[], CountedDocuments | None]],
-                 ) -> list[tuple[list[Record], Callable[[], CountedDocuments | None] | None]]:
+def _by_counting(records: list[Record], counted: Mapping[str, Callable[[], CountedLines | None]],
+                 ) -> list[tuple[list[Record], Callable[[], CountedLines | None] | None]]:
     """The records of each counted file, in line order (so their rows stay ascending), with its
     counting; then the rest, to count here."""
     if not counted:
@@ -144,11 +143,9 @@ class _Segment:
 
     @classmethod
     def build(cls, keys: np.ndarray, slots: np.ndarray, counts: np.ndarray, n_keys: int) -> "_Segment":
-        """CSR by key from (key, slot, count) triples; (key, slot) pairs must be unique."""
-        order = np.argsort(keys, kind="stable")  # slots stay ascending per key (`_bm25_at` bisects)
-        indptr = np.zeros(n_keys + 1, dtype=np.int64)
-        np.cumsum(np.bincount(keys, minlength=n_keys), out=indptr[1:])
-        return cls(indptr, slots[order].astype(np.int32, copy=False), counts[order].astype(np.float32, copy=False))
+        """CSR by key from (key, slot, count) triples; (key, slot) pairs must be unique (slots stay
+        ascending per key: `_bm25_at` bisects)."""
+        return cls(*csr(keys, slots, counts, n_keys))
 
     @classmethod
     def merge(cls, segments: Sequence["_Segment"], n_keys: int, keep: np.ndarray) -> "_Segment":
@@ -199,18 +196,7 @@ class _Postings:
     def prepare(self, per_record: Sequence[Mapping[str, float]]) -> "_Prepared":
         """Postings of a batch with slots 0..k-1, built off the read lock (keys are handed out here;
         readers ignore keys until `commit` makes them known)."""
-        vocabulary = self.vocabulary
-        keys, counts = array("q"), array("d")  # packed machine values: 8 bytes each, not a Python object
-        lengths = []
-        for bag in per_record:
-            vocabulary.update(zip(filterfalse(vocabulary.__contains__, bag), count(len(vocabulary))))
-            keys.extend(map(vocabulary.__getitem__, bag))
-            counts.extend(bag.values())
-            lengths.append(len(bag))
-        slots = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
-        segment = _Segment.build(np.frombuffer(keys, dtype=np.int64), slots, np.frombuffer(counts, dtype=np.float64),
-                                 len(vocabulary))
-        return _Prepared.of(segment)
+        return _Prepared.of(_Segment.build(*bag_triples(per_record, self.vocabulary), len(self.vocabulary)))
 
     def commit(self, prepared: "_Prepared", first_slot: int) -> None:
         """Make a prepared batch visible, its slots starting at `first_slot`."""
@@ -457,14 +443,14 @@ class LiveIndex:
     # -- writing ------------------------------------------------------------------------------
 
     def update(self, add: Iterable[Record] = (), remove: Iterable[str] = (),
-               counted: Mapping[str, Callable[[], CountedDocuments | None]] | None = None) -> None:
+               counted: Mapping[str, Callable[[], CountedLines | None]] | None = None) -> None:
         """Remove the `remove` ids, then add `add` (a present id is replaced), as one atomic step.
 
         The costly part (tokenizing, postings) runs before the read lock is taken, so queries keep
         being answered from the previous state meanwhile; writers queue on their own lock.
-        `counted`: per source path, a function giving the documents of that file counted elsewhere
-        (rows are line numbers), called once the rest of its records' batch is done (so the counting
-        can finish meanwhile); when it gives None, they are counted here.
+        `counted`: per source path, a function giving what was counted elsewhere from that file's
+        lines (`CountedLines`), called once the rest of its records' batch is done (so the counting
+        can finish meanwhile); when it gives None, their records are counted here.
         """
         with self._write_lock:
             latest = {r.id: r for r in add}  # within a batch, the last record of an id wins
@@ -512,23 +498,24 @@ class LiveIndex:
             self.version += 1
             self._layout += 1
 
-    def _prepare(self, records: list[Record], fetch: Callable[[], CountedDocuments | None] | None = None,
-                 ) -> _Batch:
-        component_bags = [T.component_bag(r.architecture) for r in records]
+    def _prepare(self, records: list[Record], fetch: Callable[[], CountedLines | None] | None = None) -> _Batch:
         dead_ends = [T.is_dead_end(r) for r in records]
         columns = {
             "time": [T.epoch_seconds(r.time) if r.time else np.nan for r in records],
             "importance": [T.importance(r, dead) for r, dead in zip(records, dead_ends)],
-            "arch_total": [sum(bag.values()) for bag in component_bags],
             "dead_end": dead_ends,
         }
-        components = self._components.prepare(component_bags)
         counted = fetch() if fetch is not None else None
-        if counted is not None:
-            lines = np.fromiter((r.source.line for r in records), dtype=np.int64, count=len(records))
-            indptr, slots, counts = counted.select(lines, self._terms.vocabulary)
-        else:
+        if counted is None:
+            component_bags = [T.component_bag(r.architecture) for r in records]
+            columns["arch_total"] = [sum(bag.values()) for bag in component_bags]
+            components = self._components.prepare(component_bags)
             indptr, slots, counts = self._documents.count([document_fields(r) for r in records])
+        else:
+            lines = np.fromiter((r.source.line for r in records), dtype=np.int64, count=len(records))
+            columns["arch_total"] = counted.arch_total[lines]
+            components = _Prepared.of(_Segment(*counted.components.select(lines, self._components.vocabulary)))
+            indptr, slots, counts = counted.terms.select(lines, self._terms.vocabulary)
         columns["dl"] = np.bincount(slots, weights=counts, minlength=len(records))
         return _Batch(records, columns, _Prepared.of(_Segment(indptr, slots, counts)), components)
 
