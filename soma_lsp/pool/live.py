@@ -343,7 +343,7 @@ class LivePool:
 
     def _commit(self, batch: dict[str, FileLoad | None], extras: dict[str, list[Problem]],
                 counted: Mapping[str, Callable[[], CountedLines | None]]) -> None:
-        """Swap these files' records in, as one index update (`counted`: documents counted apart, by
+        """Swap these files' records in, as one index update (`counted`: what was counted apart, by
         file); resolve duplicate ids again."""
         with self._lock:
             affected: set[str] = set()

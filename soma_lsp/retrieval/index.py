@@ -71,8 +71,9 @@ def _by_counting(records: list[Record], counted: Mapping[str, Callable[[], Count
 
 def _in_line_order(records: list[Record]) -> list[Record]:
     lines = np.fromiter((r.source.line for r in records), dtype=np.int64, count=len(records))
-    order = np.argsort(lines, kind="stable")
-    return records if np.all(order[1:] > order[:-1]) else [records[i] for i in order.tolist()]
+    if np.all(lines[:-1] < lines[1:]):
+        return records
+    return [records[i] for i in np.argsort(lines).tolist()]
 
 
 def _query_terms(text: str) -> list[str]:
