@@ -7,7 +7,7 @@
 Two layouts of the same N records (~1 KB each, generated in a temp dir): N single-record `.json` files
 in 100 sub-directories, and one `.jsonl` file. Every measurement runs in its own fresh child process
 (page cache warm, Python cold), so timings and peak RSS do not bleed into each other; each timing is the
-best of `--repeat` runs (2), the baseline's as the others':
+best of `--repeat` runs (3), the baseline's as the others':
 
 * baseline: list the files (`os.walk`) and `json.loads` each file / each line into dicts;
 * first load: `LivePool(roots, LiveIndex()).load(progress=...)` — listing, reading, decoding, validating
@@ -240,7 +240,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--latency-small", type=int, default=10_000)
     parser.add_argument("--samples", type=int, default=25)
-    parser.add_argument("--repeat", type=int, default=2, help="runs of each timing; the best is kept")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each timing; the best is kept")
     parser.add_argument("--write-docs", action="store_true")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -300,7 +300,7 @@ def main() -> None:
             print(f"change latency at {n:,}: watched median {r['watched']['median_ms']:.1f} ms "
                   f"(p90 {r['watched']['p90_ms']:.1f}), apply median {r['apply']['median_ms']:.2f} ms "
                   f"(p90 {r['apply']['p90_ms']:.2f})", file=sys.stderr)
-        report = render(args.n, size, rows, latency, args.latency_small, breakdown)
+        report = render(args.n, size, rows, latency, args.latency_small, breakdown, args.repeat)
         print(report)
         if args.write_docs:
             write_section(report)
@@ -308,12 +308,12 @@ def main() -> None:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def render(n: int, size: int, rows: dict, latency: dict, small: int, breakdown: dict) -> str:
+def render(n: int, size: int, rows: dict, latency: dict, small: int, breakdown: dict, repeat: int) -> str:
     out = ["## Pool", "",
            f"`.venv/bin/python bench/pool.py` ({time.strftime('%Y-%m-%d')}; {describe_machine()}). "
            f"{n:,} generated records of ~{size / n:.0f} bytes ({size / 1e6:.0f} MB as JSONL), as {n:,} "
-           "single-record `.json` files in 100 directories and as one `.jsonl` file. Each figure is a fresh "
-           "child process (page cache warm); ratios are against the baseline of the same layout from the same "
+           "single-record `.json` files in 100 directories and as one `.jsonl` file. Each load and query timing is the best "
+           f"of {repeat} runs, each a fresh child process (page cache warm); ratios are against the baseline of the same layout from the same "
            "run: list the files and `json.loads` every file/line into dicts.", "",
            "| layout | baseline (json.loads) | first load (validate + index) | loader alone (no index) | "
            "restart from the snapshot | + its first query | cold `soma-lsp query`, no snapshot | "
