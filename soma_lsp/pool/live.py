@@ -411,12 +411,12 @@ class LivePool:
                                             f"defined at {where}; this record is ignored", "error", "duplicate"))
                         changed.add(other_path)
                     self._dups[record_id] = dups
+            change = PoolChange(tuple(sorted(changed)), tuple(sorted(r.id for r in add)), tuple(sorted(remove)),
+                                self.version + 1)  # (before the update: meanwhile, counting apart finishes)
             if self.index is not None and (add or remove):
                 self.index.update(add=add, remove=remove, counted=counted)
             self.version += 1
             self.unsaved = True
-            change = PoolChange(tuple(sorted(changed)), tuple(sorted(r.id for r in add)), tuple(sorted(remove)),
-                                self.version)
         for callback in list(self._subscribers):
             try:
                 callback(change)

@@ -262,6 +262,7 @@ class _Batch:
     columns: dict[str, list]
     terms: _Prepared
     components: _Prepared
+    ties: dict[str, list[str]]  # code path → ids of the batch's records tied to it
 
 
 @dataclass(frozen=True, slots=True)
@@ -500,6 +501,10 @@ class LiveIndex:
             self._layout += 1
 
     def _prepare(self, records: list[Record], fetch: Callable[[], CountedLines | None] | None = None) -> _Batch:
+        ties: dict[str, list[str]] = {}
+        for record in records:
+            for tie in record.code:
+                ties.setdefault(tie.path, []).append(record.id)
         dead_ends = [T.is_dead_end(r) for r in records]
         columns = {
             "time": [T.epoch_seconds(r.time) if r.time else np.nan for r in records],
@@ -518,7 +523,7 @@ class LiveIndex:
             components = _Prepared.of(_Segment(*counted.components.select(lines, self._components.vocabulary)))
             indptr, slots, counts = counted.terms.select(lines, self._terms.vocabulary)
         columns["dl"] = np.bincount(slots, weights=counts, minlength=len(records))
-        return _Batch(records, columns, _Prepared.of(_Segment(indptr, slots, counts)), components)
+        return _Batch(records, columns, _Prepared.of(_Segment(indptr, slots, counts)), components, ties)
 
     def _remove(self, records: list[Record], term_doc_freq: np.ndarray, component_doc_freq: np.ndarray) -> None:
         if not records:
@@ -545,9 +550,8 @@ class LiveIndex:
         first = int(slots[0]) if slots.size else 0
         self._slot_records.extend(batch.records)
         self._slot_of.update(zip((r.id for r in batch.records), slots.tolist()))
-        for record in batch.records:
-            for tie in record.code:
-                self._ties.setdefault(tie.path, set()).add(record.id)
+        for path, ids in batch.ties.items():
+            self._ties.setdefault(path, set()).update(ids)
         columns = self._columns
         columns.alive[slots] = True
         for name, values in batch.columns.items():
