@@ -1,4 +1,4 @@
-"""Scopes (SPEC 3), definitions and qualnames, text extraction and noise."""
+"""Scopes (docs/spec.md §3), definitions and qualnames, text extraction and noise."""
 
 import textwrap
 

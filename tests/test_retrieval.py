@@ -1,4 +1,4 @@
-"""SPEC 2, term by term on hand-computed cases, then the whole ranking against the spec reference."""
+"""docs/spec.md §2, term by term on hand-computed cases, then the whole ranking against the spec reference."""
 
 import math
 import random

@@ -1,4 +1,4 @@
-"""Hypothesis: the index against the spec reference on random pools, and SPEC 2's invariants."""
+"""Hypothesis: the index against the spec reference on random pools, and docs/spec.md §2's invariants."""
 
 import math
 from datetime import datetime, timedelta, timezone
