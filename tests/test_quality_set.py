@@ -90,3 +90,16 @@ def test_shifted_timestamps_keep_the_records_ages():
     assert "finished_at: 2025-01-17T10:30:00Z" in shifted
     assert "created_at: 2026-11-28T11:00:00Z" in shifted
     assert shifted.replace("2025-01-17T10:30", "2025-01-14T09:30").replace("2026-11-28T11", "2026-11-25T10") == text
+
+
+def test_the_scores_follow_their_definitions():
+    import quality
+
+    probe = _judged.Probe("w", "p", "f.py", 0, 0, "x", must=("a", "b", "c", "d"), useful=("e",))
+    perfect = quality.scores(probe, ["a", "b", "c", "d", "e"])
+    assert perfect == {"ndcg5": 1.0, "r3": 1.0, "mrr": 1.0}
+    assert quality.recall_at(["a", "z", "b"], probe.must) == pytest.approx(2 / 3)
+    assert quality.reciprocal_rank(["z", "y", "e"], probe.grades()) == pytest.approx(1 / 3)
+    assert quality.scores(probe, []) == {"ndcg5": 0.0, "r3": 0.0, "mrr": 0.0}
+    worse = quality.ndcg_at(["e", "a", "b", "c", "d"], probe.grades())
+    assert 0.0 < worse < 1.0
