@@ -20,10 +20,10 @@ One idea a module:
 * `contributions` — the float32 BM25 contributions the approximate step reuses, and which terms are
   added as dense vectors.
 
-The names with an underscore are this package's own: its modules share them, nothing outside does.
-The tunables below are read from here when used (each module holds `package`, this module), so one
-assignment here — the property tests patch `FEW_SLOTS`, `SAMPLE_STRIDE` and `_top_within` — reaches
-the module that uses it.
+The names with an underscore are this package's own: its modules share them, and only the property
+tests reach them from outside (through this module). The tunables below, and `_top_within`, are read
+from here when used (each module holds `package`, this module), so one assignment here — the property
+tests patch `FEW_SLOTS`, `SAMPLE_STRIDE` and `_top_within` — reaches the module that uses it.
 """
 
 SEGMENT_RECORDS = 1 << 17  # bulk loads are cut into segments of this many records (bounds peak memory)

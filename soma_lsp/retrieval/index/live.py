@@ -148,7 +148,6 @@ class LiveIndex(_Ranking, _Exporting):
                 self._layout += 1
             self._tidy()
 
-
     def _prepare(self, records: list[Record], fetch: Callable[[], CountedLines | None] | None = None) -> _Batch:
         ties: dict[str, list[str]] = {}
         for record in records:

@@ -98,7 +98,6 @@ class _Ranking(_ExactPass, _ApproximatePass):
             cache["norm"] = T.length_norm(dl, avgdl) if avgdl > 0 else np.full(dl.shape, T.K1)
         return cache["norm"]
 
-
     def _weighting(self, query: RetrievalQuery, lexical_applies: bool, query_has_architecture: bool) -> dict:
         """What a query's score needs besides its lexical and structural values, per record: the
         effective weights (one row per applicability class), w'·importance and recency's per-record
