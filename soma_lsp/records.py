@@ -150,9 +150,11 @@ def _constructor(cls: type) -> type:
                           eq=False, repr=False, match_args=False, namespace={"__post_init__": become})
 
 
-_new_record = _constructor(Record)
-_new_metric = _constructor(Metric)
-_new_tie = _constructor(CodeTie)
+# Unchecked constructors from field values in declared order, for values already validated: by the
+# parsers below, and by `stored.RecordStore`, which rebuilds the records it kept.
+record_from_fields = _constructor(Record)
+metric_from_fields = _constructor(Metric)
+tie_from_fields = _constructor(CodeTie)
 
 
 def _is_mapping(value: Any) -> bool:
@@ -173,7 +175,7 @@ def parse_record(mapping: Any, *, source: Source | None = None) -> Record:
     id_, name = _required_text(get("id"), "id"), _required_text(get("name"), "name")
     raw_status = get("status")
     status = _status(raw_status)  # None: a status text that names none, loaded as unknown with a warning
-    return _new_record(  # the fields in their declared order
+    return record_from_fields(  # the fields in their declared order
         id_, name, status or Status.UNKNOWN,
         parse_timestamp(get("created_at"), "created_at"),
         parse_timestamp(get("finished_at"), "finished_at"),
@@ -347,7 +349,7 @@ def _metric(body: Any, name: Any, where: str | int) -> Metric:
     if not isinstance(name, str) or not name.strip():
         raise RecordError(f"{_metric_path(where)}.name", "expected a non-empty string")
     if not _is_mapping(body):
-        return _new_metric(name, number(body, _metric_path(where), non_finite=True), None, None)
+        return metric_from_fields(name, number(body, _metric_path(where), non_finite=True), None, None)
     value, goal, baseline = body.get("value"), body.get("goal"), body.get("baseline")
     if value is None:
         raise RecordError(f"{_metric_path(where)}.value", "is required")
@@ -357,8 +359,8 @@ def _metric(body: Any, name: Any, where: str | int) -> Metric:
             raise RecordError(f"{_metric_path(where)}.goal",
                               f"expected min or max (or minimize/lower, maximize/higher), got {goal!r}")
         goal = canonical
-    return _new_metric(name, _metric_number(value, where, "value"),
-                       None if baseline is None else _metric_number(baseline, where, "baseline"), goal)
+    return metric_from_fields(name, _metric_number(value, where, "value"),
+                              None if baseline is None else _metric_number(baseline, where, "baseline"), goal)
 
 
 def _metric_number(value: Any, where: str | int, key: str) -> float:
@@ -427,7 +429,7 @@ def _text_tie(text: str, i: int) -> CodeTie:
     tie = _TEXT_TIES.get(text)
     if tie is None:
         path, _, symbol = text.partition("::")
-        tie = _new_tie(code_path(path, f"code[{i}]"), symbol.strip() or None)
+        tie = tie_from_fields(code_path(path, f"code[{i}]"), symbol.strip() or None)
         if len(_TEXT_TIES) >= _TEXT_TIES_MAX:
             _TEXT_TIES.clear()
         _TEXT_TIES[text] = tie
@@ -446,7 +448,7 @@ def _mapped_tie(item: Any, i: int) -> CodeTie:
     symbol = item.get("symbol")
     if symbol is not None and not isinstance(symbol, str):
         raise RecordError(f"{where}.symbol", f"expected a string, got {_kind(symbol)}")
-    return _new_tie(code_path(item.get("path"), f"{where}.path"), (symbol or "").strip() or None)
+    return tie_from_fields(code_path(item.get("path"), f"{where}.path"), (symbol or "").strip() or None)
 
 
 def _commit(value: Any) -> str | None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from ..gcpause import collector_paused
 from ..records import Record
-from ..retrieval.documents import CountedLines
+from ..retrieval import CountedLines
 from ..stored import RecordStore, items_of
 from . import counting, snapshot
 from .discover import Roots, normalize

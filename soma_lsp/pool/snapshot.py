@@ -40,7 +40,7 @@ import orjson
 
 from .. import __version__
 from ..records import Record
-from ..retrieval.index import IndexState
+from ..retrieval import IndexState
 from ..stored import RecordList, RecordStore, encode, items_of
 from .loader import YAML_LOADER, FileLoad
 from .problems import Problem
