@@ -148,11 +148,14 @@ def changed_in(source: str, path: str, changed_lines: Iterable[int]) -> list[Cha
 # -- 1. what each commit changed (cached by sha) -------------------------------------------------
 
 class CommitCache:
-    """sha → the definitions that commit changed, kept in one JSON file (written atomically)."""
+    """sha → the definitions that commit changed, and abbreviated → full shas, kept in one JSON file
+    per repository (written atomically). Both are facts of the history: only a rewrite that drops
+    commits could make them stale, and then the records naming those commits are the stale ones."""
 
     def __init__(self, path: str | None = None) -> None:
         self.path = path
         self._changes: dict[str, tuple[ChangedDefinition, ...]] = {}
+        self.resolved: dict[str, str] = {}
         self.dirty = False
         if path is not None:
             self._read(path)
@@ -165,8 +168,9 @@ class CommitCache:
                 return
             self._changes = {sha: tuple(ChangedDefinition(*entry) for entry in entries)
                              for sha, entries in data["commits"].items()}
+            self.resolved = dict(data["resolved"])
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
-            self._changes = {}  # no cache, or one we cannot read: everything is computed again
+            self._changes, self.resolved = {}, {}  # no cache, or one we cannot read: computed again
 
     def __contains__(self, sha: str) -> bool:
         return sha in self._changes
@@ -178,10 +182,19 @@ class CommitCache:
         self._changes[sha] = tuple(changes)
         self.dirty = True
 
+    def resolve(self, repo: GitRepo, shas: Iterable[str]) -> dict[str, str]:
+        """`repo.resolve`, asking git only for the shas not resolved before."""
+        shas = {s.lower() for s in shas}
+        new = repo.resolve(s for s in shas if s not in self.resolved)
+        if new:
+            self.resolved.update(new)
+            self.dirty = True
+        return {s: self.resolved[s] for s in shas if s in self.resolved}
+
     def save(self) -> None:
         if self.path is None or not self.dirty:
             return
-        data = {"version": _CACHE_VERSION,
+        data = {"version": _CACHE_VERSION, "resolved": self.resolved,
                 "commits": {sha: [[c.path, c.qualname, c.digest] for c in changes]
                             for sha, changes in self._changes.items()}}
         directory = os.path.dirname(self.path) or "."
@@ -317,7 +330,7 @@ def commit_ties(repo: GitRepo, runs: Iterable[CommitRun], cache: CommitCache) ->
             skipped[run.id] = f"ran in another repository ({run.repo})"
         else:
             eligible.append(run)
-    resolved = repo.resolve(run.commit for run in eligible)
+    resolved = cache.resolve(repo, (run.commit for run in eligible))
     known: list[tuple[CommitRun, str]] = []
     for run in eligible:
         sha = resolved.get(run.commit.lower())
