@@ -190,7 +190,7 @@ def test_diff_parsing_of_deletions_and_quoted_paths():
            b'diff --git "a/sp\\303\\251cial.py" "b/sp\\303\\251cial.py"\n--- "a/sp\\303\\251cial.py"\n'
            b'+++ "b/sp\\303\\251cial.py"\n@@ -1 +1 @@\n-x\n+y\n')
     (first, second) = parse_log_patch(out)["a" * 40]
-    assert first.new_path == "x.py" and first.lines == (1, 7, 8)
+    assert first.new_path == "x.py" and first.lines == (1, 7, 8)  # a deletion after line 2; 8 replaced by two
     assert second.new_path == "spécial.py" and second.lines == (0,)
 
 
@@ -198,3 +198,28 @@ def test_diff_parsing_of_deletions_and_quoted_paths():
                                  "ssh://git@github.com/lab/model.git", "https://user@GitHub.com/lab/model/"])
 def test_remote_urls_compare_by_host_and_path(url):
     assert normalise_url(url) == "github.com/lab/model"
+
+
+def test_a_run_on_uncommitted_code_is_tied_through_its_patch(repo):
+    sha = git(repo, "rev-parse", "HEAD")
+    edited = MODEL_V1.replace("return x / 2", "eps = 1e-6\n        return x / (2 + eps)")
+    (repo / "model/transformer.py").write_text(edited)
+    patch = subprocess.run(("git", "diff"), cwd=repo, check=True, capture_output=True).stdout
+    git(repo, "checkout", "--", "model/transformer.py")  # the run's edits were never committed
+    tie_map = ties_of(repo, CommitRun("wandb-1", sha, patch=patch), CommitRun("plain", sha))
+    assert names(tie_map, repo / "model/transformer.py") == {("wandb-1", "RMSNorm.forward"),
+                                                            ("plain", "RotaryEmbedding"),
+                                                            ("plain", "RotaryEmbedding.__init__"),
+                                                            ("plain", "RotaryEmbedding.forward"),
+                                                            ("plain", "RMSNorm"), ("plain", "RMSNorm.forward"),
+                                                            ("plain", "train_step")}
+    (tie,) = [t for t in tie_map.for_path(str(repo / "model/transformer.py")) if t.record_id == "wandb-1"]
+    assert tie.changed_since  # today's RMSNorm.forward is not what the run ran
+
+
+def test_a_patch_that_does_not_apply_ties_nothing(repo):
+    sha = git(repo, "rev-parse", "HEAD")
+    patch = (b"diff --git a/model/transformer.py b/model/transformer.py\n--- a/model/transformer.py\n"
+             b"+++ b/model/transformer.py\n@@ -14,2 +14,2 @@\n     def forward(self, x):\n"
+             b"-        return x / 7\n+        return x / 8\n")
+    assert len(ties_of(repo, CommitRun("wandb-1", sha, patch=patch))) == 0

@@ -38,7 +38,7 @@ from ..query import definitions as parsed_definitions
 from ..query.definitions import Definition, scan_python_definitions
 from ..query.languages import CONFIG_LANGUAGES, grammar, language_for_path
 from ..query.positions import LineIndex
-from .gitrepo import GitRepo, normalise_url
+from .gitrepo import GitRepo, normalise_url, parse_patch
 
 _CACHE_VERSION = 1
 _MAX_DIFFERS = 3  # settings named in a sweep's evidence
@@ -63,6 +63,22 @@ class CommitRun:
     dead_end: bool = False
     succeeded: bool = False
     settings: Mapping[str, Knob] = field(default_factory=dict, compare=False)
+    patch: bytes | None = field(default=None, compare=False)  # uncommitted changes it ran with (W&B diff.patch)
+
+
+@dataclass(frozen=True, slots=True)
+class _Code:
+    """The code a run ran: a commit, and the uncommitted patch on top of it if any. `key` names it
+    in the cache: the sha, or sha+digest of the patch."""
+
+    sha: str
+    patch: bytes | None = None
+
+    @property
+    def key(self) -> str:
+        if not self.patch:
+            return self.sha
+        return f"{self.sha}+{hashlib.blake2b(self.patch, digest_size=8).hexdigest()}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,23 +226,33 @@ class CommitCache:
         self.dirty = False
 
 
-def changed_definitions(repo: GitRepo, shas: Iterable[str], cache: CommitCache) -> None:
-    """Fill `cache` with what each of `shas` (full ids) changed, for those it does not have: one
-    `git log` for the diffs, one `git cat-file` for the files as of each commit."""
-    missing = [sha for sha in dict.fromkeys(shas) if sha not in cache]
+def changed_definitions(repo: GitRepo, codes: Iterable[_Code], cache: CommitCache) -> None:
+    """Fill `cache` with what each code changed, for those it does not have: one `git log` for the
+    commits' diffs, one `git cat-file` for the files as of each commit. A patch is applied to the
+    files as of its commit, and its changed lines read in the result."""
+    missing = {code.key: code for code in codes if code.key not in cache}
     if not missing:
         return
-    diffs = repo.first_parent_diffs(missing)
-    wanted = [(sha, change.new_path) for sha in missing for change in diffs.get(sha, ())
-              if change.new_path and change.lines and is_code(change.new_path)]
+    diffs = repo.first_parent_diffs(code.sha for code in missing.values() if not code.patch)
+    changes = {key: parse_patch(code.patch) if code.patch else diffs.get(code.sha, [])
+               for key, code in missing.items()}
+    wanted = [(code.sha, change.old_path if code.patch else change.new_path)
+              for key, code in missing.items() for change in changes[key]
+              if change.new_path and is_code(change.new_path) and (change.old_path or not code.patch)]
     texts = repo.blobs(wanted)
-    for sha in missing:
+    for key, code in missing.items():
         found: list[ChangedDefinition] = []
-        for change in diffs.get(sha, ()):
-            text = texts.get((sha, change.new_path)) if change.new_path else None
+        for change in changes[key]:
+            if not change.new_path or not is_code(change.new_path):
+                continue
+            if code.patch:
+                old = texts.get((code.sha, change.old_path), None) if change.old_path else ""
+                text = change.apply(old) if old is not None else None
+            else:
+                text = texts.get((code.sha, change.new_path))
             if text is not None:
                 found.extend(changed_in(text, change.new_path, change.lines))
-        cache.put(sha, found)
+        cache.put(key, found)
 
 
 # -- 2. where that code is today -----------------------------------------------------------------
@@ -274,14 +300,15 @@ class _Today:
         return self._files[path]
 
 
-def follow(today: _Today, runs: Sequence[tuple[CommitRun, str]], cache: CommitCache) -> list[CommitTie]:
-    """Each (run, full sha)'s changed definitions as ties on today's working tree."""
+def follow(today: _Today, runs: Sequence[tuple[CommitRun, _Code]], cache: CommitCache) -> list[CommitTie]:
+    """Each (run, its code)'s changed definitions as ties on today's working tree."""
     ties: list[CommitTie] = []
     ages: dict[str, int | None] = {}
-    for run, sha in runs:
+    for run, code in runs:
+        sha = code.sha
         if sha not in ages:
             ages[sha] = today.commits_ago(sha)
-        for changed in cache.get(sha):
+        for changed in cache.get(code.key):
             path = today.path_now(changed.path, ages[sha])
             digests = today.digests(path)
             if digests is None or changed.qualname not in digests:
@@ -304,12 +331,13 @@ def sweep_evidence(run: CommitRun, peers: Sequence[CommitRun]) -> SweepEvidence 
     return SweepEvidence(len(succeeded), differs[:_MAX_DIFFERS])
 
 
-def attribute(ties: Iterable[CommitTie], runs: Sequence[tuple[CommitRun, str]]) -> list[CommitTie]:
-    """Each tie with the sweep evidence of its run (see `sweep_evidence`)."""
-    at_commit: dict[str, list[CommitRun]] = defaultdict(list)
-    for run, sha in runs:
-        at_commit[sha].append(run)
-    evidence = {run.id: sweep_evidence(run, at_commit[sha]) for run, sha in runs}
+def attribute(ties: Iterable[CommitTie], runs: Sequence[tuple[CommitRun, _Code]]) -> list[CommitTie]:
+    """Each tie with the sweep evidence of its run (see `sweep_evidence`): runs at the same code
+    (commit and patch) are its peers."""
+    at_code: dict[str, list[CommitRun]] = defaultdict(list)
+    for run, code in runs:
+        at_code[code.key].append(run)
+    evidence = {run.id: sweep_evidence(run, at_code[code.key]) for run, code in runs}
     out = []
     for tie in ties:
         sweep = evidence.get(tie.record_id)
@@ -331,14 +359,14 @@ def commit_ties(repo: GitRepo, runs: Iterable[CommitRun], cache: CommitCache) ->
         else:
             eligible.append(run)
     resolved = cache.resolve(repo, (run.commit for run in eligible))
-    known: list[tuple[CommitRun, str]] = []
+    known: list[tuple[CommitRun, _Code]] = []
     for run in eligible:
         sha = resolved.get(run.commit.lower())
         if sha is None:
             skipped[run.id] = f"commit {run.commit} is not in {repo.root}"
         else:
-            known.append((run, sha))
-    changed_definitions(repo, (sha for _, sha in known), cache)
+            known.append((run, _Code(sha, run.patch)))
+    changed_definitions(repo, (code for _, code in known), cache)
     today = _Today(repo)
     by_path: dict[str, list[CommitTie]] = defaultdict(list)
     for tie in attribute(follow(today, known, cache), known):

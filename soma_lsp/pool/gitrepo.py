@@ -22,7 +22,7 @@ from dataclasses import dataclass
 _BASE = ("git", "--no-pager", "--no-optional-locks", "-c", "core.quotePath=false", "-c", "color.ui=never")
 _TIMEOUT = 120.0  # seconds for any one command (a history walk over a huge repository included)
 _SHA = re.compile(r"[0-9a-fA-F]{7,64}")
-_HUNK = re.compile(rb"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
+_HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _COMMIT_MARK = b"\x01"  # starts the line `git log --format=%x01%H` writes for each commit
 
 
@@ -31,15 +31,68 @@ class GitError(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class Hunk:
+    """One `@@ -old_start,old_count +new_start,new_count @@` hunk and its body lines (` `, `-`, `+`)."""
+
+    old_start: int
+    old_count: int
+    new_start: int
+    body: tuple[bytes, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class FileChange:
-    """One file of a commit's diff against its first parent.
+    """One file of a diff: its paths before and after, and its hunks."""
 
-    `lines`: 0-based lines of `new_path` (as of the commit) that it added or changed; where it only
-    deleted lines, the line just above the deletion, so that the definition it happened in counts."""
+    old_path: str | None  # None: the diff adds the file
+    new_path: str | None  # None: the diff deletes it
+    hunks: tuple[Hunk, ...] = ()
 
-    old_path: str | None  # None: the commit added the file
-    new_path: str | None  # None: the commit deleted it
-    lines: tuple[int, ...]
+    @property
+    def lines(self) -> tuple[int, ...]:
+        """0-based lines of `new_path` that the diff added or changed; where it only deleted lines,
+        the line just above the deletion, so that the definition it happened in counts."""
+        out: set[int] = set()
+        for hunk in self.hunks:
+            grows = any(body[:1] in (b" ", b"+") for body in hunk.body)
+            line = hunk.new_start - 1 if grows else hunk.new_start  # the next new line's index
+            deleted = False  # a run of `-` lines no `+` line replaced (yet)
+            for tag in [body[:1] for body in hunk.body] + [b" "]:
+                if tag == b"-":
+                    deleted = True
+                    continue
+                if deleted and tag != b"+":
+                    out.add(max(0, line - 1))
+                deleted = False
+                if tag == b"+":
+                    out.add(line)
+                if tag in (b"+", b" "):
+                    line += 1
+        return tuple(sorted(out))
+
+    def apply(self, old: str) -> str | None:
+        """The new text from the old one (None when the hunks' context does not match it)."""
+        old_lines = old.split("\n")
+        new_lines: list[str] = []
+        cursor = 0
+        for hunk in self.hunks:
+            start = hunk.old_start - 1 if hunk.old_count else hunk.old_start  # count 0: insert after old_start
+            if start < cursor or start > len(old_lines):
+                return None
+            new_lines.extend(old_lines[cursor:start])
+            cursor = start
+            for body in hunk.body:
+                tag, text = body[:1], body[1:].decode("utf-8", "replace")
+                if tag == b"+":
+                    new_lines.append(text)
+                elif tag in (b" ", b"-"):
+                    if cursor >= len(old_lines) or old_lines[cursor] != text:
+                        return None
+                    if tag == b" ":
+                        new_lines.append(text)
+                    cursor += 1
+        new_lines.extend(old_lines[cursor:])
+        return "\n".join(new_lines)
 
 
 def _unquote(raw: bytes) -> str:
@@ -58,29 +111,50 @@ def _diff_path(raw: bytes) -> str | None:
     return path[2:] if path[:2] in ("a/", "b/") else path
 
 
+def parse_patch(text: bytes) -> list[FileChange]:
+    """A unified diff as `git diff` writes it (any context; `W&B`'s `diff.patch`) → its files."""
+    return parse_log_patch(_COMMIT_MARK + b"patch\n" + text)["patch"]
+
+
 def parse_log_patch(output: bytes) -> dict[str, list[FileChange]]:
-    """`git log --format=%x01%H -p -U0 -M` output → each commit's changed files and lines."""
+    """`git log --format=%x01%H -p` output → each commit's changed files, with their hunks."""
     result: dict[str, list[FileChange]] = {}
     changes: list[FileChange] | None = None
     old = new = None
-    lines: list[int] = []
+    hunks: list[Hunk] = []
+    body: list[bytes] = []
+    left = [0, 0]  # old and new lines the current hunk still has to come
     in_file = False
 
     def close() -> None:
         nonlocal in_file
         if in_file and changes is not None:
-            changes.append(FileChange(old, new, tuple(sorted(set(lines)))))
+            changes.append(FileChange(old, new, tuple(hunks)))
         in_file = False
 
     for line in output.split(b"\n"):
-        if line.startswith(_COMMIT_MARK):
+        if left[0] > 0 or left[1] > 0:  # inside a hunk: by count, whatever the line looks like
+            line = line or b" "  # a blank context line whose space a mail or an editor took
+            tag = line[:1]
+            left[0] -= tag in (b" ", b"-")
+            left[1] -= tag in (b" ", b"+")
+            body.append(line)
+            if left[0] <= 0 and left[1] <= 0:
+                hunks[-1] = Hunk(hunks[-1].old_start, hunks[-1].old_count, hunks[-1].new_start, tuple(body))
+        elif line.startswith(_COMMIT_MARK):
             close()
             changes = result.setdefault(line[1:].decode("ascii").strip(), [])
         elif line.startswith(b"diff --git "):
             close()
-            in_file, old, new, lines = True, None, None, []
+            in_file, old, new, hunks = True, None, None, []
         elif not in_file:
             continue
+        elif line.startswith(b"@@"):
+            m = _HUNK.match(line)
+            if m:
+                old_start, old_count, new_start, new_count = (int(g) if g is not None else 1 for g in m.groups())
+                hunks.append(Hunk(old_start, old_count, new_start, ()))
+                body, left[:] = [], [old_count, new_count]
         elif line.startswith(b"rename from "):
             old = _unquote(line[12:])
         elif line.startswith(b"rename to "):
@@ -89,12 +163,6 @@ def parse_log_patch(output: bytes) -> dict[str, list[FileChange]]:
             old = _diff_path(line[4:])
         elif line.startswith(b"+++ "):
             new = _diff_path(line[4:])
-        elif line.startswith(b"@@"):
-            m = _HUNK.match(line)
-            if m:
-                start, count = int(m.group(1)), int(m.group(2) or b"1")
-                # +start,count: new lines start..start+count-1 (1-based); count 0: a deletion after `start`
-                lines.extend(range(start - 1, start - 1 + count) if count else [max(0, start - 1)])
     close()
     return result
 
