@@ -65,10 +65,23 @@ def _more(view: HoverView) -> str:
 
 
 def render_markdown(view: HoverView) -> str:
-    if view.card is not None:
-        record = view.card
-        head = f"**{escape(record.name, 120)}** · {escape(record.id, 80)}"
-        return "\n\n".join([head, *(f"{label}: {value}" for label, value in _card_rows(record, view.now, escape))])
+    return _render(view, _results_markdown, escape, "**{name}** · {id}", "{}: {}", "\n\n")
+
+
+def render_plain(view: HoverView) -> str:
+    return _render(view, _results_plain, plain, "{name} ({id})", "  {}: {}", "\n")
+
+
+def _render(view: HoverView, results, text, head: str, row: str, separator: str) -> str:
+    """The results, or a record's card: `head`, then one `row` (label, value) per field."""
+    if view.card is None:
+        return results(view)
+    record = view.card
+    head = head.format(name=text(record.name, 120), id=text(record.id, 80))
+    return separator.join([head, *(row.format(label, value) for label, value in _card_rows(record, view.now, text))])
+
+
+def _results_markdown(view: HoverView) -> str:
     out: list[str] = []
     for n, e in enumerate(_entries(view)):
         record, parts = e.scored.record, e.scored.components
@@ -91,11 +104,7 @@ def render_markdown(view: HoverView) -> str:
     return "\n\n".join(out)
 
 
-def render_plain(view: HoverView) -> str:
-    if view.card is not None:
-        record = view.card
-        head = f"{plain(record.name, 120)} ({plain(record.id, 80)})"
-        return "\n".join([head, *(f"  {label}: {value}" for label, value in _card_rows(record, view.now, plain))])
+def _results_plain(view: HoverView) -> str:
     out: list[str] = []
     for e in _entries(view):
         record, parts = e.scored.record, e.scored.components

@@ -200,18 +200,14 @@ def serve_stdio(server: Any, stdin=None, stdout=None) -> int:
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
 
-    class Writer:
-        def write(self, data: bytes) -> None:
-            stdout.write(data)  # a BufferedWriter: partial writes are retried for us
-            stdout.flush()
-
-        def close(self) -> None:
-            pass
+    def write(data: bytes) -> None:
+        stdout.write(data)  # a BufferedWriter: partial writes are retried for us
+        stdout.flush()
 
     async def main() -> int:
         loop = asyncio.get_running_loop()
         read = _stdin_reader(loop, stdin)
-        return await server.run(read, Writer())
+        return await server.run(read, _Writer(write))
 
     return asyncio.run(main())
 
@@ -230,15 +226,8 @@ def serve_tcp(server: Any, host: str, port: int, ready: Callable[[str, int], Non
                 return
             connected = True
 
-            class Writer:
-                def write(self, data: bytes) -> None:
-                    writer.write(data)
-
-                def close(self) -> None:
-                    writer.close()
-
             try:
-                code = await server.run(lambda: reader.read(65536), Writer())
+                code = await server.run(lambda: reader.read(65536), _Writer(writer.write, writer.close))
             finally:
                 writer.close()
             if not done.done():
@@ -254,6 +243,13 @@ def serve_tcp(server: Any, host: str, port: int, ready: Callable[[str, int], Non
         return code
 
     return asyncio.run(main())
+
+
+class _Writer:
+    """What the protocol writes its frames to."""
+
+    def __init__(self, write: Callable[[bytes], Any], close: Callable[[], Any] = lambda: None) -> None:
+        self.write, self.close = write, close
 
 
 def _stdin_reader(loop: asyncio.AbstractEventLoop, stdin) -> Callable[[], Any]:

@@ -72,6 +72,11 @@ def _no_unknown(command: str, value: dict, allowed: set[str]) -> None:
                                    f"{', '.join(sorted(allowed)) or 'none'}")
 
 
+def _no_arguments(command: str, arguments: Any) -> None:
+    """A command taking `{}` (or no argument, or null)."""
+    _no_unknown(command, _argument(command, arguments, optional=True), set())
+
+
 def _int(command: str, value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise BadArgument(command, f"{where}: expected a non-negative integer, got {value!r}")
@@ -138,8 +143,7 @@ async def find_related_experiments(session: Session, pools: PoolService, argumen
 
 
 async def reload_pool(session: Session, pools: PoolService, arguments: Any) -> dict[str, Any]:
-    arg = _argument(RELOAD_POOL, arguments, optional=True)
-    _no_unknown(RELOAD_POOL, arg, set())
+    _no_arguments(RELOAD_POOL, arguments)
     await pools.start()
     return pools.status()
 
@@ -199,8 +203,7 @@ def _range_json(span) -> dict[str, Any]:
 
 
 async def pool_status(session: Session, pools: PoolService, arguments: Any) -> dict[str, Any]:
-    arg = _argument(POOL_STATUS, arguments, optional=True)
-    _no_unknown(POOL_STATUS, arg, set())
+    _no_arguments(POOL_STATUS, arguments)
     return pools.status()
 
 
