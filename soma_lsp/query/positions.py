@@ -95,10 +95,13 @@ class LineIndex:
         if row >= len(self.lines):
             return len(self.source)
         line = self.lines[row]
+        width = self._breaks[row] if row < len(self._breaks) else 0  # a byte inside the break counts too
         if self.ascii or line.isascii():
-            return self.starts[row] + min(byte_column, len(line))
-        prefix = line.encode("utf-8", "surrogatepass")[:byte_column]
-        return self.starts[row] + len(prefix.decode("utf-8", "ignore"))
+            return self.starts[row] + min(byte_column, len(line) + width)
+        encoded = line.encode("utf-8", "surrogatepass")
+        if byte_column >= len(encoded):
+            return self.starts[row] + len(line) + min(byte_column - len(encoded), width)
+        return self.starts[row] + len(encoded[:byte_column].decode("utf-8", "ignore"))
 
     def byte_offset(self, byte: int) -> int:
         """Code-point offset of a UTF-8 byte offset into the source (tree-sitter's start_byte)."""

@@ -1,5 +1,5 @@
-"""The pygls 2.1 protocol, with the answers it leaves out (pygls' own behaviour is measured in the
-project's recipes; the tests under tests/lsp/test_protocol.py hold each fix):
+"""The pygls 2.1 protocol, with the answers it leaves out (tests/lsp/test_protocol.py holds each fix
+against the real server over stdio):
 
 * A request whose params do not match the method's type gets a -32602 answer (pygls sends none).
 * A frame whose body is not JSON gets a -32700 answer to its id when the id can be read
