@@ -100,7 +100,8 @@ def _range(command: str, value: Any) -> tuple[tuple[int, int], tuple[int, int]]:
 
 # -- the commands ------------------------------------------------------------------------------------
 
-async def find_related_experiments(session: Session, pools: PoolService, arguments: Any) -> list[dict[str, Any]]:
+async def find_related_experiments(session: Session, pools: PoolService,
+                                   arguments: Any) -> list[dict[str, Any]]:
     command = FIND_RELATED
     arg = _argument(command, arguments, optional=False)
     _no_unknown(command, arg, {"uri", "position", "range", "text", "limit"})
@@ -137,7 +138,8 @@ async def find_related_experiments(session: Session, pools: PoolService, argumen
             defs = definitions(doc.source, doc.name)
             tied = tied_records(snap.index, doc.relpath, built.scope, defs, file_scope_takes_all=True)
             query = snap.retrieval_query(built, text=text, limit=None)
-            return find_related(snap.index, query, tied, min_score=snap.settings.min_score, limit=limit or None)
+            return find_related(snap.index, query, tied, min_score=snap.settings.min_score,
+                                limit=limit or None)
         related = await session.run_query(work)
     return [convert.result(scored, tied) for scored, tied in related.shown(limit or len(related.tied) + len(related.ranked))]
 

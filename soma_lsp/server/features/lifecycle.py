@@ -56,18 +56,21 @@ def did_close(session: Session, params: lsp.DidCloseTextDocumentParams) -> None:
 
 
 @contained()
-async def did_change_configuration(session: Session, pools: PoolService, params: lsp.DidChangeConfigurationParams) -> None:
+async def did_change_configuration(session: Session, pools: PoolService,
+                                   params: lsp.DidChangeConfigurationParams) -> None:
     await pools.load_settings(changed=params.settings)
 
 
 @contained()
-async def did_change_watched_files(session: Session, pools: PoolService, params: lsp.DidChangeWatchedFilesParams) -> None:
+async def did_change_watched_files(session: Session, pools: PoolService,
+                                   params: lsp.DidChangeWatchedFilesParams) -> None:
     paths = [convert.uri_to_path(change.uri) for change in params.changes]
     await pools.apply_paths(p for p in paths if p)
 
 
 @contained()
-async def did_change_workspace_folders(session: Session, pools: PoolService, params: lsp.DidChangeWorkspaceFoldersParams) -> None:
+async def did_change_workspace_folders(session: Session, pools: PoolService,
+                                       params: lsp.DidChangeWorkspaceFoldersParams) -> None:
     await pools.load_settings()
 
 
