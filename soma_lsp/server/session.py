@@ -157,9 +157,10 @@ class Session:
     def capability(self, dotted: str, default: Any = None) -> Any:
         return capability(getattr(self.server.protocol, "client_capabilities", None), dotted, default)
 
-    def handle(self, method: str, handler: Callable[..., Awaitable[Any]], options: Any = None) -> None:
-        """Register a feature's handler `(session, params)` for an LSP method."""
-        self.server.feature(method, options)(partial(handler, self))
+    def handle(self, method: str, handler: Callable[..., Any], *bound: Any, options: Any = None) -> None:
+        """Register a feature's handler `(session, *bound, params)` for an LSP method (`bound`: what
+        the feature keeps for itself, e.g. its caches)."""
+        self.server.feature(method, options)(partial(handler, self, *bound))
 
     def spawn(self, coro) -> asyncio.Task:
         task = asyncio.ensure_future(coro)

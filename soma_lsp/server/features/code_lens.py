@@ -194,8 +194,8 @@ async def code_lens(session: Session, states: LensStates, params: lsp.CodeLensPa
 
 def register(session: Session, pools: object) -> None:
     states: LensStates = {}
-    session.server.feature(lsp.TEXT_DOCUMENT_CODE_LENS, lsp.CodeLensOptions(resolve_provider=False))(
-        partial(code_lens, session, states))
+    session.handle(lsp.TEXT_DOCUMENT_CODE_LENS, code_lens, states,
+                   options=lsp.CodeLensOptions(resolve_provider=False))
     session.edited.subscribe(partial(map_through_edits, states))
     session.settled.subscribe(partial(settled, session, states))
     session.closed.subscribe(lambda uri: states.pop(uri, None))

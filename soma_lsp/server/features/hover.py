@@ -12,7 +12,6 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from datetime import datetime
-from functools import partial
 
 from lsprotocol import types as lsp
 
@@ -143,4 +142,4 @@ async def hover(session: Session, cache: HoverCache, params: lsp.HoverParams) ->
 def register(session: Session, pools: object) -> None:
     cache = HoverCache()
     session.index_swapped.subscribe(cache.clear)
-    session.server.feature(lsp.TEXT_DOCUMENT_HOVER)(partial(hover, session, cache))
+    session.handle(lsp.TEXT_DOCUMENT_HOVER, hover, cache)

@@ -6,7 +6,6 @@ pool service (settings, pool, watching); the features that care subscribe to the
 from __future__ import annotations
 
 import logging
-from functools import partial
 
 from lsprotocol import types as lsp
 
@@ -18,7 +17,7 @@ from ..session import Session
 log = logging.getLogger("soma_lsp.server")
 
 
-def on_initialize(pools: PoolService, params: lsp.InitializeParams) -> None:
+def on_initialize(session: Session, pools: PoolService, params: lsp.InitializeParams) -> None:
     pools.initialize(params.initialization_options)
 
 
@@ -35,7 +34,7 @@ async def on_initialized(session: Session, pools: PoolService, params: lsp.Initi
     await pools.start()
 
 
-def on_shutdown(pools: PoolService, params: None) -> None:
+def on_shutdown(session: Session, pools: PoolService, params: None) -> None:
     pools.shut_down()
 
 
@@ -75,15 +74,14 @@ async def did_change_workspace_folders(session: Session, pools: PoolService,
 
 
 def register(session: Session, pools: PoolService) -> None:
-    """Handlers get the session and pool service first (`contained` reports through the session)."""
-    feature = session.server.feature
-    feature(lsp.INITIALIZE)(partial(on_initialize, pools))
-    feature(lsp.INITIALIZED)(partial(on_initialized, session, pools))
-    feature(lsp.SHUTDOWN)(partial(on_shutdown, pools))
-    feature(lsp.TEXT_DOCUMENT_DID_OPEN)(partial(did_open, session))
-    feature(lsp.TEXT_DOCUMENT_DID_CHANGE)(partial(did_change, session))
-    feature(lsp.TEXT_DOCUMENT_DID_SAVE, lsp.SaveOptions(include_text=False))(partial(did_save, session))
-    feature(lsp.TEXT_DOCUMENT_DID_CLOSE)(partial(did_close, session))
-    feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)(partial(did_change_configuration, session, pools))
-    feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)(partial(did_change_watched_files, session, pools))
-    feature(lsp.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)(partial(did_change_workspace_folders, session, pools))
+    """Handlers get the session (and the pool service) first; `contained` reports through the session."""
+    session.handle(lsp.INITIALIZE, on_initialize, pools)
+    session.handle(lsp.INITIALIZED, on_initialized, pools)
+    session.handle(lsp.SHUTDOWN, on_shutdown, pools)
+    session.handle(lsp.TEXT_DOCUMENT_DID_OPEN, did_open)
+    session.handle(lsp.TEXT_DOCUMENT_DID_CHANGE, did_change)
+    session.handle(lsp.TEXT_DOCUMENT_DID_SAVE, did_save, options=lsp.SaveOptions(include_text=False))
+    session.handle(lsp.TEXT_DOCUMENT_DID_CLOSE, did_close)
+    session.handle(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION, did_change_configuration, pools)
+    session.handle(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES, did_change_watched_files, pools)
+    session.handle(lsp.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS, did_change_workspace_folders, pools)

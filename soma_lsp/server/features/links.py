@@ -47,4 +47,5 @@ async def document_link(session: Session, params: lsp.DocumentLinkParams) -> lis
 
 
 def register(session: Session, pools: object) -> None:
-    session.handle(lsp.TEXT_DOCUMENT_DOCUMENT_LINK, document_link, lsp.DocumentLinkOptions(resolve_provider=False))
+    session.handle(lsp.TEXT_DOCUMENT_DOCUMENT_LINK, document_link,
+                   options=lsp.DocumentLinkOptions(resolve_provider=False))
