@@ -169,7 +169,7 @@ def _is_list(value: Any) -> bool:
 def parse_record(mapping: Any, *, source: Source | None = None) -> Record:
     """Validate one decoded record; raise `RecordError` on the first problem found."""
     if not _is_mapping(mapping):
-        raise RecordError("", f"a record must be an object, not {_kind(mapping)}")
+        raise RecordError("", f"a record must be an object, not {kind_of(mapping)}")
     get = mapping.get
     headline, details = _conclusion(get("conclusion"))
     id_, name = _required_text(get("id"), "id"), _required_text(get("name"), "name")
@@ -213,17 +213,23 @@ def _extra(mapping: Mapping) -> dict[str, Any]:
     return {k: v for k, v in mapping.items() if k not in _KNOWN}
 
 
-def _kind(value: Any) -> str:
-    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list",
-             tuple: "a list", dict: "an object", type(None): "null"}
-    return names.get(type(value), type(value).__name__)
+#: How an error message names the kind of a JSON value ("expected a string, got a number"); every
+#: layer that reports a wrongly typed value (records, pool files, settings, command arguments) says it
+#: the same way, from here.
+KIND_NAMES = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list",
+              tuple: "a list", dict: "an object", type(None): "null"}
+
+
+def kind_of(value: Any) -> str:
+    """`a boolean`, `a number`, … — the kind of a JSON value, for error messages."""
+    return KIND_NAMES.get(type(value), type(value).__name__)
 
 
 def _required_text(value: Any, key: str) -> str:
     if value is None:
         raise RecordError(key, "is required")
     if type(value) is not str:
-        raise RecordError(key, f"expected a non-empty string, got {_kind(value)}")
+        raise RecordError(key, f"expected a non-empty string, got {kind_of(value)}")
     if not value.strip():
         raise RecordError(key, "must not be empty")
     return value
@@ -234,7 +240,7 @@ def _optional_text(value: Any, path: str) -> str | None:
     if value is None:
         return None
     if type(value) is not str:
-        raise RecordError(path, f"expected a string, got {_kind(value)}")
+        raise RecordError(path, f"expected a string, got {kind_of(value)}")
     return value if value.strip() else None
 
 
@@ -242,7 +248,7 @@ def _status(value: Any) -> Status | None:
     if value is None:
         return Status.UNKNOWN
     if not isinstance(value, str):
-        raise RecordError("status", f"expected a string, got {_kind(value)}")
+        raise RecordError("status", f"expected a string, got {kind_of(value)}")
     return STATUS_ALIASES.get(value.strip().lower())
 
 
@@ -260,7 +266,7 @@ def parse_timestamp(value: Any, path: str = "timestamp") -> datetime | None:
     elif isinstance(value, date):
         parsed = datetime(value.year, value.month, value.day)
     else:
-        raise RecordError(path, f"expected an RFC 3339 timestamp string, got {_kind(value)}")
+        raise RecordError(path, f"expected an RFC 3339 timestamp string, got {kind_of(value)}")
     return parsed.replace(tzinfo=timezone.utc) if parsed.tzinfo is None else parsed
 
 
@@ -270,7 +276,7 @@ def _conclusion(value: Any) -> tuple[str | None, str | None]:
     if type(value) is str:
         return _optional_text(value, "conclusion"), None
     if not _is_mapping(value):
-        raise RecordError("conclusion", f"expected a string or {{headline, details}}, got {_kind(value)}")
+        raise RecordError("conclusion", f"expected a string or {{headline, details}}, got {kind_of(value)}")
     return (_optional_text(value.get("headline"), "conclusion.headline"),
             _optional_text(value.get("details"), "conclusion.details"))
 
@@ -283,7 +289,7 @@ def number(value: Any, path: str, *, non_finite: bool = False) -> float:
     if kind is int:
         return _int_float(value, path)
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise RecordError(path, f"expected a number, got {_kind(value)}")
+        raise RecordError(path, f"expected a number, got {kind_of(value)}")
     if isinstance(value, str):
         special = _NON_FINITE.get(value.strip().lower()) if non_finite else None
         if special is None:
@@ -313,7 +319,7 @@ def parse_architecture(value: Any) -> tuple[tuple[str, float], ...]:
     if _is_mapping(value):  # the common case, a string name and an integer count, shared (not True: == 1)
         return tuple([(_PAIRS.get((name, count)) or _pair(name, count)) if type(count) is int and type(name) is str
                       else _component(name, count) for name, count in value.items()])
-    raise RecordError("architecture", f"expected a list of strings or a map name → count, got {_kind(value)}")
+    raise RecordError("architecture", f"expected a list of strings or a map name → count, got {kind_of(value)}")
 
 
 def _pair(name: str, count: int) -> tuple[str, float]:
@@ -332,7 +338,7 @@ _PAIRS_MAX = 16384  # distinct pairs remembered; beyond that the memo starts ove
 
 def _component(name: Any, count: Any) -> tuple[str, float]:
     if not isinstance(name, str):
-        raise RecordError("architecture", f"component names must be strings, got {_kind(name)}")
+        raise RecordError("architecture", f"component names must be strings, got {kind_of(name)}")
     return name, number(count, f"architecture.{name}")
 
 
@@ -341,7 +347,7 @@ def _check_strings(items: list | tuple, path: str) -> None:
     if not _STR_ONLY.issuperset(map(type, items)):
         for i, item in enumerate(items):
             if type(item) is not str:
-                raise RecordError(f"{path}[{i}]", f"expected a string, got {_kind(item)}")
+                raise RecordError(f"{path}[{i}]", f"expected a string, got {kind_of(item)}")
 
 
 def _metric(body: Any, name: Any, where: str | int) -> Metric:
@@ -386,11 +392,11 @@ def _metrics(value: Any) -> tuple[Metric, ...]:
                       for i, item in enumerate(value)])
     if _is_mapping(value):
         return tuple([_metric(body, name, f"metrics.{name}") for name, body in value.items()])
-    raise RecordError("metrics", f"expected a list or a map of metrics, got {_kind(value)}")
+    raise RecordError("metrics", f"expected a list or a map of metrics, got {kind_of(value)}")
 
 
 def _not_a_metric(item: Any, i: int) -> Metric:
-    raise RecordError(f"metrics[{i}]", f"expected an object {{name, value, baseline?, goal?}}, got {_kind(item)}")
+    raise RecordError(f"metrics[{i}]", f"expected an object {{name, value, baseline?, goal?}}, got {kind_of(item)}")
 
 
 def code_path(raw: Any, path: str) -> str:
@@ -418,7 +424,7 @@ def _code(value: Any) -> tuple[CodeTie, ...]:
         return ()
     if not _is_list(value):
         if type(value) is not str and not _is_mapping(value):
-            raise RecordError("code", f"expected a list of code references, got {_kind(value)}")
+            raise RecordError("code", f"expected a list of code references, got {kind_of(value)}")
         value = [value]
     return tuple([_text_tie(item, i) if type(item) is str else _mapped_tie(item, i) for i, item in enumerate(value)])
 
@@ -444,10 +450,10 @@ def _mapped_tie(item: Any, i: int) -> CodeTie:
     """`{path, symbol?}`; anything else is an error."""
     where = f"code[{i}]"
     if not _is_mapping(item):
-        raise RecordError(where, f"expected \"path\", \"path::Symbol\" or {{path, symbol}}, got {_kind(item)}")
+        raise RecordError(where, f"expected \"path\", \"path::Symbol\" or {{path, symbol}}, got {kind_of(item)}")
     symbol = item.get("symbol")
     if symbol is not None and not isinstance(symbol, str):
-        raise RecordError(f"{where}.symbol", f"expected a string, got {_kind(symbol)}")
+        raise RecordError(f"{where}.symbol", f"expected a string, got {kind_of(symbol)}")
     return tie_from_fields(code_path(item.get("path"), f"{where}.path"), (symbol or "").strip() or None)
 
 
@@ -464,7 +470,7 @@ def _tags(value: Any) -> tuple[str, ...]:
     if value is None:
         return ()
     if not _is_list(value):
-        raise RecordError("tags", f"expected a list of strings, got {_kind(value)}")
+        raise RecordError("tags", f"expected a list of strings, got {kind_of(value)}")
     _check_strings(value, "tags")
     return tuple(value)
 

