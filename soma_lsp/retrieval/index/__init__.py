@@ -20,26 +20,15 @@ One idea a module:
 * `contributions` — the float32 BM25 contributions the approximate step reuses, and which terms are
   added as dense vectors.
 
+* `tuning` — the tunables (segment size, merging, dense terms, lookup strides).
+
 The names with an underscore are this package's own: its modules share them, and only the property
-tests reach them from outside (through this module). The tunables below, and `_top_within`, are read
-from here when used (each module holds `package`, this module), so one assignment here — the property
-tests patch `FEW_SLOTS`, `SAMPLE_STRIDE` and `_top_within` — reaches the module that uses it.
+tests reach them from outside.
 """
 
-SEGMENT_RECORDS = 1 << 17  # bulk loads are cut into segments of this many records (bounds peak memory)
-MERGE_FANOUT = 4  # merge the newest segments once this many of similar size have piled up
-MERGE_MAX = 1 << 22  # postings: segments this big are never merged again (compaction aside)
-DENSE_FRACTION = 4  # a term in ≥ 1/4 of the records is added as a dense vector, not scattered (or
-# ≥ 1/8, see `_Contributions.dense_fraction`)
-SAMPLE_STRIDE = 64  # `_Segment.counts_at` searches among every 64th posting first (1/8 byte a posting)
-FEW_SLOTS = 4096  # exact values of up to this many slots are looked up, not scattered
-WEIGHTINGS_KEPT = 8  # query shapes whose per-record weighting is kept (see `_weighting`)
+from .contributions import _Contributions
+from .live import LiveIndex, document_fields
+from .segments import _Segment
+from .state import IndexState
 
-from .approximate import _top_within  # noqa: E402 (after the tunables its modules read)
-from .contributions import _Contributions  # noqa: E402
-from .live import LiveIndex, document_fields  # noqa: E402
-from .segments import _Segment  # noqa: E402
-from .state import IndexState  # noqa: E402
-
-__all__ = ["DENSE_FRACTION", "FEW_SLOTS", "MERGE_FANOUT", "MERGE_MAX", "SAMPLE_STRIDE", "SEGMENT_RECORDS",
-           "WEIGHTINGS_KEPT", "IndexState", "LiveIndex", "document_fields"]
+__all__ = ["IndexState", "LiveIndex", "document_fields"]

@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .. import index as package
 from .. import terms as T
+from . import tuning
 
 if TYPE_CHECKING:
-    from .ranking import _Query
+    from .resolved import _Query
 
 
 class _ApproximatePass:
@@ -112,7 +112,7 @@ class _ApproximatePass:
             if shared is not None:
                 relevant |= shared > 0
             score[~relevant] = -np.inf
-        return package._top_within(score, limit, 2 * delta)  # (looked up there: see `index`)
+        return _top_within(score, limit, 2 * delta)
 
     def _by_time(self) -> tuple[np.ndarray, np.ndarray]:
         """Timed slots in time order, and their times (per layout)."""

@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import index as package
 from .. import terms as T
 from .segments import _Segment
+from . import tuning
 
 
 class _Contributions:
@@ -99,7 +99,7 @@ class _Contributions:
         (`fits_wide`; say 100k records: from a cold cache, scattering a term in 1/8–1/4 of them costs
         more than adding its vector), else 1/4 (1M: the vectors would push the working set past the
         budget, see above)."""
-        fraction = package.DENSE_FRACTION
+        fraction = tuning.DENSE_FRACTION
         twice = 2 * fraction
         fits = 4 * n * int(np.count_nonzero(twice * doc_freq >= n)) <= self.budget // 2
         return twice if fits else fraction

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import index as package
 from .. import terms as T
 from .contributions import _contribution
+from . import tuning
 
 if TYPE_CHECKING:
     from .approximate import _Approximate
-    from .ranking import _Query
+    from .resolved import _Query
 
 
 class _ExactPass:
@@ -33,7 +33,7 @@ class _ExactPass:
         either way."""
         norm = self._length_norm()
         matched = np.zeros((q.keys.size, slots.size), dtype=bool)
-        if slots.size > package.FEW_SLOTS:
+        if slots.size > tuning.FEW_SLOTS:
             bm25, posted_here = np.zeros(self._columns.size), np.zeros(self._columns.size, dtype=bool)
             for row, (key, idf_t) in enumerate(zip(q.keys.tolist(), q.idf)):
                 posted_here[:] = False
@@ -58,7 +58,7 @@ class _ExactPass:
     def _shared_at(self, q: "_Query", slots: np.ndarray) -> np.ndarray:
         """Exact Σ_c min(q_c, r_c) of these slots, component by component in query order, with the
         counts as the postings hold them (float32): few slots from their records, many from postings."""
-        if slots.size > package.FEW_SLOTS:
+        if slots.size > tuning.FEW_SLOTS:
             return self._shared_everywhere(q, np.float64)[slots]
         shared = np.zeros(slots.size)
         for i, slot in enumerate(slots.tolist()):

@@ -19,7 +19,6 @@ import numpy as np
 from ...gcpause import collector_paused
 from ...records import Record
 from ...stored import RecordList
-from .. import index as package
 from .. import terms as T
 from ..documents import CountedLines, DocumentCounter
 from .columns import _Columns
@@ -27,6 +26,7 @@ from .contributions import _Contributions
 from .ranking import _Ranking
 from .segments import _Postings, _Prepared, _Segment
 from .state import _Exporting
+from . import tuning
 
 
 def document_fields(record: Record) -> tuple[str, str, str, str]:
@@ -137,9 +137,9 @@ class LiveIndex(_Ranking, _Exporting):
             with collector_paused():
                 forgotten = (np.diff(self._documents.count([document_fields(r) for r in gone])[0]),
                              self._components.doc_freq_of(T.component_bag(r.architecture) for r in gone))
-                batches = [self._prepare(group[i:i + package.SEGMENT_RECORDS], fetch)
+                batches = [self._prepare(group[i:i + tuning.SEGMENT_RECORDS], fetch)
                            for group, fetch in _by_counting(list(latest.values()), counted or {})
-                           for i in range(0, len(group), package.SEGMENT_RECORDS)]
+                           for i in range(0, len(group), tuning.SEGMENT_RECORDS)]
             with self._lock:
                 self._remove(gone, *forgotten)
                 for batch in batches:

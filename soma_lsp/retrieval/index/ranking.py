@@ -14,18 +14,18 @@ update, merge or compaction) and dropped when it moves.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from itertools import compress
 from typing import Any
 
 import numpy as np
 
-from .. import index as package
 from .. import terms as T
 from ..model import TERMS, RetrievalQuery, ScoreComponents, ScoredRecord
 from ..tokenize import tokenize
 from .approximate import _ApproximatePass
 from .exact import _ExactPass
+from .resolved import _Query
+from . import tuning
 
 
 def _query_terms(text: str) -> list[str]:
@@ -129,7 +129,7 @@ class _Ranking(_ExactPass, _ApproximatePass):
                 ("lexical", effective[0]), ("structural", effective[1]), ("recency", effective[2]),
                 ("importance", weighting["importance"]), ("recency_weighted", effective[2] * recency_base),
                 ("arch_total", columns.view("arch_total")))}
-        if len(weightings) >= package.WEIGHTINGS_KEPT:  # a handful of query shapes alternate (with or
+        if len(weightings) >= tuning.WEIGHTINGS_KEPT:  # a handful of query shapes alternate (with or
             weightings.pop(next(iter(weightings)))  # without architecture, …): keep them all
         weightings[key] = weighting
         return weighting
@@ -167,19 +167,3 @@ class _Ranking(_ExactPass, _ApproximatePass):
             )
             results.append(ScoredRecord(record, score[i], components, dead_end=dead_end[i]))
         return results
-
-
-@dataclass(frozen=True, slots=True)
-class _Query:
-    """A query resolved against the index: its terms, the keys, terms and idf of those the pool has, its
-    architecture bag, `now` in epoch seconds, and its per-record weighting."""
-
-    terms: list[str]
-    keys: np.ndarray
-    key_terms: list[str]  # the term of each key
-    idf: list[float]
-    bag: dict[str, float]
-    bag_total: float
-    now: float | None
-    half_life_days: float
-    weighting: dict

@@ -15,8 +15,8 @@ from itertools import repeat
 
 import numpy as np
 
-from .. import index as package
 from ..documents import bag_triples, csr
+from . import tuning
 
 
 @dataclass(frozen=True, slots=True, eq=False)  # compared and hashed by identity (a cache key)
@@ -58,9 +58,9 @@ class _Segment:
         end = np.where(known, self.indptr[np.minimum(keys + 1, self.indptr.size - 1)], 0)[:, None]
         target = slots[None, :]
         window = np.searchsorted(self._sampled(), keys[:, None] * (self.last + 1) + target, side="right") - 1
-        window = np.maximum(window, 0) * package.SAMPLE_STRIDE
+        window = np.maximum(window, 0) * tuning.SAMPLE_STRIDE
         below = np.maximum(window, start) - 1  # the last position known < target
-        end = np.minimum(window + package.SAMPLE_STRIDE, end)
+        end = np.minimum(window + tuning.SAMPLE_STRIDE, end)
         top = self.slots.size - 1
         step = 1 << int((end - below - 1).max(initial=0)).bit_length()
         while step:
@@ -75,7 +75,7 @@ class _Segment:
     def _sampled(self) -> np.ndarray:
         """key·span + slot of every SAMPLE_STRIDE-th posting (ascending), made at the first lookup."""
         if self.sample is None:
-            positions = np.arange(0, self.slots.size, package.SAMPLE_STRIDE)
+            positions = np.arange(0, self.slots.size, tuning.SAMPLE_STRIDE)
             keys = np.searchsorted(self.indptr, positions, side="right") - 1
             object.__setattr__(self, "sample", keys * (self.last + 1) + self.slots[positions])
         return self.sample
@@ -174,10 +174,10 @@ class _Postings:
         segments = list(self.segments)
         if compact:
             return [_Segment.merge(segments, n_keys, keep)] if segments else []
-        fanout = package.MERGE_FANOUT
+        fanout = tuning.MERGE_FANOUT
         while len(segments) >= fanout:
             tail = segments[-fanout:]
-            if max(seg.size for seg in tail) >= package.MERGE_MAX or sum(seg.size for seg in tail[1:]) <= tail[0].size:
+            if max(seg.size for seg in tail) >= tuning.MERGE_MAX or sum(seg.size for seg in tail[1:]) <= tail[0].size:
                 break
             segments[-fanout:] = [_Segment.merge(tail, n_keys, keep)]
         return segments
