@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import re
-import shutil
 import subprocess
 import sys
 import venv
@@ -21,21 +20,12 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
-
-ROOT = Path(__file__).resolve().parents[1]
-NOT_SOURCE = (".git", ".venv", ".cache", "node_modules", "build", "*.egg-info", "__pycache__", "*.vsix")
+from wheels import ROOT, build_wheel
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    tmp = tmp_path_factory.mktemp("wheel")
-    source = tmp / "source"  # a copy: the build writes build/ and egg-info next to the sources
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*NOT_SOURCE))
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp), str(source)],
-                           capture_output=True, text=True, timeout=600)
-    assert built.returncode == 0, built.stderr
-    (path,) = tmp.glob("soma_lsp-*.whl")
-    return path
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
 
 
 def _metadata(wheel: Path) -> str:
