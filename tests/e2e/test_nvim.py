@@ -54,12 +54,7 @@ def run(tmp_path_factory) -> dict:
     plugin = tmp / "plugin"  # a copy, so :helptags writes its tags file there and not in the repo
     shutil.copytree(PLUGIN, plugin, ignore=shutil.ignore_patterns("tags"))
     out = tmp / "out.json"
-    env = dict(os.environ)
-    for name in ("CONFIG", "DATA", "STATE", "CACHE"):
-        env[f"XDG_{name}_HOME"] = str(tmp / f"xdg-{name.lower()}")
-    env.pop("SOMA_POOL", None)
-    env.pop("NVIM", None)
-    env.pop("VIMINIT", None)
+    env = _nvim_env(tmp)
     proc = subprocess.run(
         [str(NVIM), "--headless", "--clean", "-l", str(DRIVER), str(plugin), str(workspace),
          sys.executable, str(out)],
@@ -73,6 +68,17 @@ def run(tmp_path_factory) -> dict:
     report["_returncode"] = proc.returncode
     report["_workspace"] = str(workspace)
     return report
+
+
+def _nvim_env(tmp: Path) -> dict[str, str]:
+    """This environment with Neovim's config, data, state and cache in `tmp`, no $SOMA_POOL (the
+    workspace's own .soma/pool is the pool) and nothing of an enclosing Neovim ($NVIM, $VIMINIT)."""
+    env = dict(os.environ)
+    for name in ("CONFIG", "DATA", "STATE", "CACHE"):
+        env[f"XDG_{name}_HOME"] = str(tmp / f"xdg-{name.lower()}")
+    for name in ("SOMA_POOL", "NVIM", "VIMINIT"):
+        env.pop(name, None)
+    return env
 
 
 def _step(run: dict, name: str) -> dict:
@@ -226,10 +232,7 @@ def _health(tmp_path: Path, cmd: list[str], *, pool: bool = True) -> tuple[str, 
     workspace = tmp_path / "workspace"
     shutil.copytree(FIXTURE, workspace, ignore=None if pool else shutil.ignore_patterns(".soma"))
     out = tmp_path / "health.json"
-    env = dict(os.environ)
-    for name in ("CONFIG", "DATA", "STATE", "CACHE"):
-        env[f"XDG_{name}_HOME"] = str(tmp_path / f"xdg-{name.lower()}")
-    env.pop("SOMA_POOL", None)
+    env = _nvim_env(tmp_path)
     proc = subprocess.run(
         [str(NVIM), "--headless", "--clean", "-l", str(HEALTH_DRIVER), str(PLUGIN), str(workspace),
          json.dumps(cmd), str(out)],
@@ -271,10 +274,7 @@ def test_settings_reach_the_server(tmp_path):
     workspace = tmp_path / "workspace"
     shutil.copytree(FIXTURE, workspace)
     out = tmp_path / "out.json"
-    env = dict(os.environ)
-    for name in ("CONFIG", "DATA", "STATE", "CACHE"):
-        env[f"XDG_{name}_HOME"] = str(tmp_path / f"xdg-{name.lower()}")
-    env.pop("SOMA_POOL", None)
+    env = _nvim_env(tmp_path)
     settings = {"deadEnds": {"severity": "information"}, "hover": {"count": 2}}
     proc = subprocess.run(
         [str(NVIM), "--headless", "--clean", "-l", str(DRIVER), str(PLUGIN), str(workspace), sys.executable,
@@ -301,10 +301,7 @@ def test_the_readmes_lazy_nvim_spec_sets_the_plugin_up_from_a_clone(tmp_path):
     workspace = tmp_path / "workspace"
     shutil.copytree(FIXTURE, workspace)
     out = tmp_path / "lazy.json"
-    env = dict(os.environ)
-    for name in ("CONFIG", "DATA", "STATE", "CACHE"):
-        env[f"XDG_{name}_HOME"] = str(tmp_path / f"xdg-{name.lower()}")
-    env.pop("SOMA_POOL", None)
+    env = _nvim_env(tmp_path)
     proc = subprocess.run(
         [str(NVIM), "--headless", "--clean", "-l", str(Path(__file__).with_name("nvim_soma_lazy.lua")), str(readme),
          str(clone), str(workspace), json.dumps([sys.executable, "-m", "soma_lsp"]), str(out)],

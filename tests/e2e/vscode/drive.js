@@ -62,6 +62,13 @@ async function palette(page, text) {
   return input;
 }
 
+/** Run a command from the palette by its title (e.g. 'Soma: Restart Server'). */
+async function runCommand(page, title) {
+  await palette(page, `>${title}`);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor({ timeout: 15000 });
+  await page.keyboard.press('Enter');
+}
+
 async function openFile(page) {
   const base = path.posix.basename(FILE);
   // Quick Open by path (needs ripgrep-backed file search); the explorer as a fallback.
@@ -161,10 +168,7 @@ async function tour(page) {
     // Put the cursor back inside SYMBOL (and the focus in the editor) before running the command.
     await palette(page, `:${LINE}:${COL}`);
     await page.keyboard.press('Enter');
-    await palette(page, '>Soma: Find Related Experiments');
-    const cmd = page.locator('.quick-input-list .monaco-list-row', { hasText: 'Soma: Find Related Experiments' }).first();
-    await cmd.waitFor({ timeout: 15000 });
-    await page.keyboard.press('Enter');
+    await runCommand(page, 'Soma: Find Related Experiments');
     const row = page.locator('.quick-input-list .monaco-list-row', { hasText: EXPECT_PICK }).first();
     await row.waitFor({ timeout: 30000 });
     await page.waitForTimeout(300);
@@ -191,24 +195,15 @@ async function tour(page) {
     return { tab: (await active.innerText()).trim(), rows: rows.rows.length };
   });
   await step('reload_pool', async () => {
-    await palette(page, '>Soma: Reload Experiment Pool');
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Soma: Reload Experiment Pool' }).first()
-      .waitFor({ timeout: 10000 });
-    await page.keyboard.press('Enter');
+    await runCommand(page, 'Soma: Reload Experiment Pool');
     const msg = page.locator('.statusbar-item', { hasText: 'experiment pool reloaded' }).first();
     await msg.waitFor({ timeout: 30000 });
     return (await msg.innerText()).trim();
   });
 
   await step('restart_server', async () => {
-    await palette(page, '>Soma: Restart Server');
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Soma: Restart Server' }).first()
-      .waitFor({ timeout: 10000 });
-    await page.keyboard.press('Enter');
-    await palette(page, '>Soma: Show Output');
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Soma: Show Output' }).first()
-      .waitFor({ timeout: 10000 });
-    await page.keyboard.press('Enter');
+    await runCommand(page, 'Soma: Restart Server');
+    await runCommand(page, 'Soma: Show Output');
     // The output channel (virtualised: only the visible lines are in the DOM) shows the Soma log; the
     // pytest side checks the restart in the saved log file.
     const panel = page.locator('.part.panel .monaco-editor .view-lines', { hasText: /\[client|\[Trace|\[Info/ });
@@ -220,10 +215,7 @@ async function tour(page) {
     await page.locator('.tabs-container .tab', { hasText: path.posix.basename(FILE) }).first().click();
     await palette(page, `:${LINE}:${COL}`);
     await page.keyboard.press('Enter');
-    await palette(page, '>Soma: Find Related Experiments');
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Soma: Find Related Experiments' }).first()
-      .waitFor({ timeout: 10000 });
-    await page.keyboard.press('Enter');
+    await runCommand(page, 'Soma: Find Related Experiments');
     await page.locator('.quick-input-list .monaco-list-row', { hasText: EXPECT_PICK }).first().waitFor({ timeout: 30000 });
     await page.keyboard.press('Escape');
     return (await panel.first().innerText()).split('\n').filter((l) => /\[client/.test(l)).slice(-4);
@@ -276,10 +268,7 @@ async function installOffer(page) {
     return { text, buttons: buttons.map((b) => b.trim()) };
   });
   await step('said_once', async () => {
-    await palette(page, '>Soma: Restart Server');
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Soma: Restart Server' }).first()
-      .waitFor({ timeout: 10000 });
-    await page.keyboard.press('Enter');
+    await runCommand(page, 'Soma: Restart Server');
     await page.locator('.statusbar-item', { hasText: /Soma/ }).first().waitFor({ timeout: 10000 });
     await page.waitForTimeout(5000); // the restart's own attempt to find the server is over by then
     return { toasts: await toast.count() };
