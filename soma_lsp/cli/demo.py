@@ -15,7 +15,7 @@ import os
 import re
 import sys
 import textwrap
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +99,7 @@ def _capped(lines: list[str]) -> None:
         print("   (none)")
 
 
-def _files(root: Path, wanted) -> Iterator[Path]:
+def _files(root: Path, wanted: Callable[[Path], bool]) -> Iterator[Path]:
     """The files below `root` that `wanted(path)` accepts, in path order, hidden and build
     directories left out (a virtualenv in the project is not the project's code)."""
     for directory, dirs, names in os.walk(root):
