@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -289,6 +290,16 @@ def test_settings_reach_the_server(tmp_path):
     assert d["found"], f"no exp-0042 diagnostic with deadEnds.severity=information: {d['all']}"
     w = next(x for x in d["all"] if x["code"] == "exp-0042")
     assert w["severity"] == 3, f"deadEnds.severity=information not applied: {w}"
+
+
+def _lazy_spec(readme: Path) -> str:
+    found = re.search(r"<!-- lazy\.nvim spec[^\n]*-->\n( *)```lua\n(.*?)\n\1```", readme.read_text(), re.S)
+    assert found, f"no lazy.nvim spec in {readme}"
+    return textwrap.dedent(found.group(2))
+
+
+def test_both_readmes_show_the_same_lazy_nvim_spec():
+    assert _lazy_spec(ROOT / "README.md") == _lazy_spec(PLUGIN / "README.md")
 
 
 def test_the_readmes_lazy_nvim_spec_sets_the_plugin_up_from_a_clone(tmp_path):
