@@ -14,7 +14,7 @@ import sys
 
 from .. import __version__
 
-SUBCOMMANDS = ("serve", "query", "check", "explain", "arch", "demo")
+SUBCOMMANDS = ("serve", "query", "check", "explain", "arch", "demo", "cache")
 
 
 def build_parser() -> argparse.ArgumentParser:
