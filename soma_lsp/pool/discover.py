@@ -125,10 +125,10 @@ class Roots:
         tops = self.paths if top is None else [top]
         for start in tops:
             real = os.path.realpath(start)
-            if real in seen_dirs:
+            if real in seen_dirs or not self.inside(real):
                 continue
             seen_dirs.add(real)
-            stack = [start]
+            stack = [real]  # a top reached through a directory symlink lists real names, as a full walk does
             while stack:
                 directory = stack.pop()
                 try:
@@ -137,7 +137,7 @@ class Roots:
                 except FileNotFoundError:
                     continue
                 except OSError as error:
-                    if directory != start or os.path.isdir(directory):
+                    if directory != real or os.path.isdir(directory):
                         problems.append(Problem(directory, 0, "", f"cannot list directory: "
                                                 f"{error.strerror or error}", "warning", "unreadable"))
                     continue

@@ -247,6 +247,10 @@ class LivePool:
                     continue
                 if not roots.is_visible(path):
                     continue
+                if os.path.islink(path):  # a directory symlink: its real directory, or nothing (as a full walk)
+                    path = os.path.realpath(path)
+                    if not roots.is_visible(path):
+                        continue
                 prefix = path.rstrip(os.sep) + os.sep
                 under = {f for directory, files in self._by_dir.items()
                          if directory == path or directory.startswith(prefix) for f in files}
