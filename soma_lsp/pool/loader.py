@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -91,8 +92,13 @@ def load_file(path: str | os.PathLike, *, max_json_bytes: int = MAX_JSON_BYTES,
     out = FileLoad(path)
     fmt = file_format(path) or "json"
     try:
-        with open(path, "rb") as f:
+        # O_NONBLOCK: opening a FIFO (or a device) must not wait for a writer; what is not a regular
+        # file is then refused before anything is read from it.
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as f:
             status = os.fstat(f.fileno())
+            if not stat.S_ISREG(status.st_mode):
+                out.problems.append(not_regular(path, status.st_mode))
+                return out
             size = out.size = status.st_size
             if time.time_ns() - max(status.st_mtime_ns, status.st_ctime_ns) >= RACY_NS:
                 out.stamp = stamp_of(status)
@@ -146,6 +152,13 @@ def _os_problem(path: str, error: OSError) -> Problem:
     if isinstance(error, IsADirectoryError):
         return Problem(path, 0, "", "is a directory, not a record file", "error", "unreadable")
     return Problem(path, 0, "", f"cannot read: {error.strerror or error}", "error", "unreadable")
+
+
+def not_regular(path: str, mode: int) -> Problem:
+    """A pool file that is a FIFO, a socket or a device: never opened for reading (it could block)."""
+    what = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device",
+            stat.S_IFBLK: "a block device", stat.S_IFDIR: "a directory"}.get(stat.S_IFMT(mode), "not a file")
+    return Problem(path, 0, "", f"is {what}, not a regular file; not loaded", "error", "unreadable")
 
 
 def _utf8_problem(path: str, data: bytes, error: UnicodeDecodeError, base_line: int = 0) -> Problem:
