@@ -43,3 +43,32 @@ def test_check_returns_on_a_pool_with_a_fifo(tmp_path):
     assert result.returncode == 1
     assert "fifo.yaml:1: is a FIFO, not a regular file; not loaded" in result.stdout
     assert "1 record loaded" in result.stdout
+
+
+def test_problems_per_file_are_capped_with_a_count_of_the_rest(tmp_path):
+    """A `.json` of `[1,1,…]`: 100 problems kept, then one saying how many more (docs/reliability.md)."""
+    from soma_lsp.pool.problems import MAX_PER_FILE
+
+    root = tmp_path / "pool"
+    count = 200_000
+    write(root / "ones.json", "[" + ",".join(["1"] * count) + "]")
+    write(root / "edge.json", json.dumps([1] * MAX_PER_FILE + [rec(1)]))
+    load = load_file(root / "ones.json")
+    assert len(load.problems) == MAX_PER_FILE + 1
+    assert all(p.kind == "not-records" for p in load.problems[:MAX_PER_FILE])
+    assert load.problems[-1].kind == "more" and load.problems[-1].severity == "error"
+    assert load.problems[-1].message == (f"and {count - MAX_PER_FILE} more problems in this file, not listed "
+                                         f"(at most {MAX_PER_FILE} are kept per file)")
+    edge = load_file(root / "edge.json")  # exactly at the cap: nothing to count, the record still loads
+    assert len(edge.problems) == MAX_PER_FILE and len(edge.records) == 1
+
+
+def test_duplicate_ids_per_file_are_capped_too(tmp_path):
+    from soma_lsp.pool.problems import MAX_PER_FILE
+
+    root = tmp_path / "pool"
+    write(root / "same.jsonl", "\n".join(json.dumps(rec(1)) for _ in range(MAX_PER_FILE + 51)))
+    pool, _ = make_pool(root)
+    problems = pool.problems_for(str(root / "same.jsonl"))
+    assert len(problems) == MAX_PER_FILE + 1
+    assert problems[-1].kind == "more" and problems[-1].message.startswith("and 50 more problems")

@@ -31,7 +31,7 @@ from ..stored import RecordStore, items_of
 from . import counting, snapshot
 from .discover import Roots, normalize
 from .loader import MAX_JSON_BYTES, MAX_YAML_BYTES, FileLoad, load_file
-from .problems import Problem
+from .problems import MAX_PER_FILE, Problem, more_problems
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +134,11 @@ class LivePool:
         found = list(self._extra.get(path, ()))
         if path in self._files:
             found.extend(self._files[path].problems)
-            found.extend(duplicates)
+            duplicates = list(duplicates)
+            found.extend(duplicates[:MAX_PER_FILE])
+            if len(duplicates) > MAX_PER_FILE:  # (a file that repeats one record a million times)
+                found.append(more_problems(path, len(duplicates) - MAX_PER_FILE, "error",
+                                           max(p.line for p in duplicates[:MAX_PER_FILE])))
         return sorted(found, key=lambda p: (p.line, p.severity != "error"))
 
     def summary(self) -> dict:
