@@ -11,7 +11,9 @@ Limits (documented in docs/architecture.md): a `.json` file is read whole and re
 `MAX_JSON_BYTES` (64 MiB), a YAML file above `MAX_YAML_BYTES` (16 MiB, YAML decodes ~20x slower);
 `.jsonl` is streamed line by line (one line at most `MAX_JSON_BYTES`). JSON and YAML nested deeper
 than ~1000 levels is refused; a YAML document whose aliases expand past `YAML_EXPANSION_LIMIT` nodes
-(a "billion laughs" alias bomb) or refer to themselves is refused.
+(a "billion laughs" alias bomb) or refer to themselves is refused. Only regular files are read (opened
+non-blocking, checked with fstat: a FIFO never blocks the loader), and at most `MAX_PER_FILE` problems
+are kept per file (docs/reliability.md).
 """
 
 from __future__ import annotations
