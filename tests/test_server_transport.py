@@ -98,3 +98,12 @@ def test_a_bad_content_length_is_an_error_and_the_next_frame_is_read():
         out = FrameReader().feed(b"Content-Length: " + bad + b"\r\n\r\n{}" + frame(MESSAGES[0]))
         assert out[0][0] == "error" and out[0][1][0] is None
         assert messages(out) == [MESSAGES[0]]
+
+
+def test_a_too_deep_body_under_a_too_large_length_is_answered_when_the_next_frame_comes():
+    from soma_lsp.server.transport import MAX_DEPTH
+
+    body = b'{"id": 9, "params": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+    out = FrameReader().feed(b"Content-Length: %d\r\n\r\n" % (len(body) + 1000) + body + frame(MESSAGES[0]))
+    assert out == [("error", (9, f"Parse error: message nested deeper than {MAX_DEPTH} levels")),
+                   ("message", MESSAGES[0])]

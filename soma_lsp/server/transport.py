@@ -183,8 +183,8 @@ class FrameReader:
         """The JSON object at the start of the buffer (within `end` bytes), taken: (item, its size)."""
         try:
             decoded = _decode_prefix(bytes(self.buffer[:min(end, self.max_message)]))
-        except RecursionError:
-            decoded = None
+        except RecursionError:  # deeper than the decoder goes: dropped up to `end` (the rest is framed again)
+            return self._drop(end, bytes(self.buffer[:MAX_HEADER]), self._too_deep()), end
         if decoded is None:
             return None
         value, size = decoded
