@@ -59,7 +59,7 @@ def run_target(name: str, seconds: float, per_input: float, max_rss_mb: float) -
     test = targets.hypothesis_test(name, BATCH)
     try:
         import coverage
-        cov = coverage.Coverage(include=[str(PACKAGE / aim) for aim in AIMS[name]])
+        cov = coverage.Coverage(data_file=None, include=[str(PACKAGE / aim) for aim in AIMS[name]])
     except ImportError:
         cov = None
     failures: list[str] = []
