@@ -11,14 +11,13 @@ its own buffer and:
   taken as the message (the rest of the buffer is framed again), a too-short one is extended to the
   end of the JSON object it starts; a body that is not JSON and runs into the next header is answered
   and dropped at that header (no JSON text holds a raw line end after `content-length: N`);
+* enforces limits (docs/reliability.md): a message over `MAX_MESSAGE` bytes, or nested deeper than
+  `MAX_DEPTH` levels, is answered with a parse error (-32700, with its id when it can be read) and
+  dropped, never buffered on or recursed into; waiting for a body costs linear time (only new bytes
+  are searched for a header, and a body that merely ends in `}` is tried as a message again only
+  after it grew by a quarter);
 * answers a body that is not JSON with a JSON-RPC parse error (-32700) to the request id when one can
   be read from the bytes (else id null), so a client never waits for an answer that will not come.
-
-Limits (docs/reliability.md): a message over `MAX_MESSAGE` bytes, or nested deeper than `MAX_DEPTH`
-levels, is answered with a parse error (-32700, with its id when it can be read) and dropped, never
-buffered on or recursed into. Waiting for a body costs linear time: only new bytes are searched for a
-header, and a body that merely ends in `}` is tried as a message again only after it grew by a
-quarter.
 
 Decoded messages go to `protocol.handle_raw(data)` (see `server.SomaProtocol`).
 """
