@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install editors-setup vsix bench clean
+.PHONY: demo test install editors-setup vsix bench fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -23,6 +23,12 @@ editors-setup:
 
 test: $(STAMP) editors-setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q
+
+# The fuzzing harness (tests/fuzz/, docs/reliability.md) for FUZZ_SECONDS in all; `make test` runs a
+# short smoke run of the same targets (tests/test_fuzz_smoke.py).
+FUZZ_SECONDS ?= 60
+fuzz: $(STAMP)
+	$(BIN)/python tests/fuzz/run.py --seconds $(FUZZ_SECONDS)
 
 vsix:
 	cd editors/vscode && npm ci --no-audit --no-fund && npm run package

@@ -100,3 +100,20 @@ def test_burst_is_coalesced_and_stop_is_clean(tmp_path):
     shutil.rmtree(root / "pulled")
     time.sleep(0.3)
     assert len(index) == 500  # stopped: no more updates
+
+
+def test_a_directory_symlink_back_into_the_pool_is_not_followed_twice(tmp_path):
+    """`ln -s . pool/alias` while watching: files keep their real names, as a fresh load gives them."""
+    root = tmp_path / "pool"
+    write(root / "a.json", rec(1))
+    write(root / "sub" / "b.json", rec(2))
+    pool, index = make_pool(root)
+    with PoolWatcher(pool, debounce_ms=30):
+        os.symlink(".", root / "alias")
+        pool.apply([root / "alias"])  # what the watcher's event for the new symlink leads to
+        write(root / "alias" / "c.json", rec(3))  # written through the alias
+        wait_for(lambda: "exp-3" in index, "a file written through the alias")
+        time.sleep(0.3)  # let any late event of the alias be applied too (asserting, not bounding)
+    fresh, _ = make_pool(root)
+    assert sorted(pool.files) == sorted(fresh.files) == sorted(str(root / n) for n in ("a.json", "c.json", "sub/b.json"))
+    assert not any(p.kind == "duplicate" for ps in pool.problems.values() for p in ps)

@@ -60,3 +60,50 @@ def test_request_id_in():
     assert request_id_in(b'{"jsonrpc":"2.0","id":"abc","method') == "abc"
     assert request_id_in(b'{"id": 3, "x": {"id": 4}') == 3
     assert request_id_in(b"nothing here") is None
+
+
+def test_nesting_at_the_limit_is_decoded_and_one_more_level_is_an_error_with_the_id():
+    from soma_lsp.server.transport import MAX_DEPTH
+
+    def message(depth):  # the object around "params" is one level
+        return {"jsonrpc": "2.0", "id": depth, "method": "m", "params": json.loads("[" * (depth - 1) + "]" * (depth - 1))}
+
+    out = FrameReader().feed(frame(message(MAX_DEPTH)) + frame(message(MAX_DEPTH + 1)))
+    assert out[0] == ("message", message(MAX_DEPTH))
+    assert out[1] == ("error", (MAX_DEPTH + 1, f"Parse error: message nested deeper than {MAX_DEPTH} levels"))
+
+
+def test_a_message_at_the_size_limit_is_read_and_one_byte_more_is_dropped_with_its_id():
+    body = json.dumps(MESSAGES[1]).encode()
+    reader = FrameReader(max_message=len(body))
+    assert messages(reader.feed(frame(MESSAGES[1]))) == [MESSAGES[1]]
+    over = b'{"id": 5, ' + b"z" * len(body)
+    out = reader.feed(b"Content-Length: %d\r\n\r\n" % len(over) + over)
+    assert out == [("error", (5, f"Parse error: message over the {len(body)}-byte limit (Content-Length {len(over)})"))]
+    assert messages(reader.feed(b"z" * 5000 + frame(MESSAGES[0]))) == [MESSAGES[0]]  # the rest is skipped
+
+
+def test_a_huge_content_length_never_buffers_past_the_limit():
+    reader, limit, largest = FrameReader(max_message=1 << 20), 1 << 20, 0
+    reader.feed(b"Content-Length: 99999999999\r\n\r\n")
+    for _ in range(100):  # 6.4 MB of a body that is not JSON, in the transport's reads of 64 KiB
+        reader.feed(b"q" * 65536)
+        largest = max(largest, len(reader.buffer))
+    assert largest <= limit + 65536
+    assert messages(reader.feed(frame(MESSAGES[3]))) == [MESSAGES[3]]
+
+
+def test_a_bad_content_length_is_an_error_and_the_next_frame_is_read():
+    for bad in (b"-1", b"abc", b"", b"1e3", b"12 34"):
+        out = FrameReader().feed(b"Content-Length: " + bad + b"\r\n\r\n{}" + frame(MESSAGES[0]))
+        assert out[0][0] == "error" and out[0][1][0] is None
+        assert messages(out) == [MESSAGES[0]]
+
+
+def test_a_too_deep_body_under_a_too_large_length_is_answered_when_the_next_frame_comes():
+    from soma_lsp.server.transport import MAX_DEPTH
+
+    body = b'{"id": 9, "params": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+    out = FrameReader().feed(b"Content-Length: %d\r\n\r\n" % (len(body) + 1000) + body + frame(MESSAGES[0]))
+    assert out == [("error", (9, f"Parse error: message nested deeper than {MAX_DEPTH} levels")),
+                   ("message", MESSAGES[0])]

@@ -13,6 +13,7 @@ import sys
 
 from ..pool import LivePool
 from . import common
+from .render import print_safe
 
 
 def add_parser(subparsers) -> None:
@@ -46,11 +47,11 @@ def _report(pool: LivePool, args: argparse.Namespace, out) -> int:
             shown = os.path.relpath(path, here) if path.startswith(here + os.sep) else path
             for problem in problems:
                 line = str(dataclasses.replace(problem, path=shown))
-                print(line if problem.severity == "error" else f"{line} (warning)", file=out)
+                print_safe(line if problem.severity == "error" else f"{line} (warning)", file=out)
     summary = pool.summary()
     missing = [r for r in pool.roots if not os.path.isdir(r)]
     for root in missing:
-        print(f"note: pool directory {root} does not exist", file=out)
+        print_safe(f"note: pool directory {root} does not exist", file=out)
     print(f"{_plural(summary['records'], 'record')} loaded from {_plural(summary['files'], 'file')} in "
           f"{_plural(len(pool.roots), 'pool')}; {_plural(summary['errors'], 'error')}, "
           f"{_plural(summary['warnings'], 'warning')}", file=out)

@@ -13,11 +13,14 @@ the current directory); the pool comes from `--pool`, `$SOMA_POOL` or `.soma/poo
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import re
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+
+from .render import print_safe
 
 
 def add_parser(subparsers) -> None:
@@ -84,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     snap = Snapshot(index, settings, now, pool, document)
     lines = document.lines
     shown = relpath or str(path)
-    out = sys.stdout
+    out = io.StringIO()  # printed at the end, each line terminal-safe (record text is data)
 
     found = diagnostics.compute(snap)
     if line is not None:
@@ -113,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
         start = diagnostic.range.start
         out.write(f"  {shown}:{start.line + 1}:{start.character + 1}: {severity}: {diagnostic.message}"
                   f" [{diagnostic.code}]\n")
+    print_safe(out.getvalue().removesuffix("\n"))
     return 0
 
 

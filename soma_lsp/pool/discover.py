@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from .loader import SUFFIXES, stamp_of
+from .loader import SUFFIXES, not_regular, stamp_of
 from .problems import Problem
 
 DEFAULT_POOL = os.path.join(".soma", "pool")
@@ -125,10 +126,10 @@ class Roots:
         tops = self.paths if top is None else [top]
         for start in tops:
             real = os.path.realpath(start)
-            if real in seen_dirs:
+            if real in seen_dirs or not self.inside(real):
                 continue
             seen_dirs.add(real)
-            stack = [start]
+            stack = [real]  # a top reached through a directory symlink lists real names, as a full walk does
             while stack:
                 directory = stack.pop()
                 try:
@@ -137,7 +138,7 @@ class Roots:
                 except FileNotFoundError:
                     continue
                 except OSError as error:
-                    if directory != start or os.path.isdir(directory):
+                    if directory != real or os.path.isdir(directory):
                         problems.append(Problem(directory, 0, "", f"cannot list directory: "
                                                 f"{error.strerror or error}", "warning", "unreadable"))
                     continue
@@ -181,6 +182,9 @@ class Roots:
                                                         "symlink"))
                                 continue
                             found.setdefault(entry.path, Listed(entry.path, 0))  # load_file reports it
+                            continue
+                        if not stat.S_ISREG(status.st_mode):  # a FIFO or device would block a reader
+                            problems.append(not_regular(entry.path, status.st_mode))
                             continue
                         found.setdefault(entry.path, Listed(entry.path, status.st_size, stamp_of(status)))
                     except OSError:

@@ -32,7 +32,7 @@ from . import counting, snapshot
 from .cache import CacheLimits
 from .discover import Roots, normalize
 from .loader import MAX_JSON_BYTES, MAX_YAML_BYTES, FileLoad, load_file
-from .problems import Problem
+from .problems import MAX_PER_FILE, Problem, more_problems
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,11 @@ class LivePool:
         found = list(self._extra.get(path, ()))
         if path in self._files:
             found.extend(self._files[path].problems)
-            found.extend(duplicates)
+            duplicates = list(duplicates)
+            found.extend(duplicates[:MAX_PER_FILE])
+            if len(duplicates) > MAX_PER_FILE:  # (a file that repeats one record a million times)
+                found.append(more_problems(path, len(duplicates) - MAX_PER_FILE, "error",
+                                           max(p.line for p in duplicates[:MAX_PER_FILE])))
         return sorted(found, key=lambda p: (p.line, p.severity != "error"))
 
     def summary(self) -> dict:
@@ -250,6 +254,10 @@ class LivePool:
                     continue
                 if not roots.is_visible(path):
                     continue
+                if os.path.islink(path):  # a directory symlink: its real directory, or nothing (as a full walk)
+                    path = os.path.realpath(path)
+                    if not roots.is_visible(path):
+                        continue
                 prefix = path.rstrip(os.sep) + os.sep
                 under = {f for directory, files in self._by_dir.items()
                          if directory == path or directory.startswith(prefix) for f in files}

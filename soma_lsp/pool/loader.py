@@ -11,7 +11,9 @@ Limits (documented in docs/architecture.md): a `.json` file is read whole and re
 `MAX_JSON_BYTES` (64 MiB), a YAML file above `MAX_YAML_BYTES` (16 MiB, YAML decodes ~20x slower);
 `.jsonl` is streamed line by line (one line at most `MAX_JSON_BYTES`). JSON and YAML nested deeper
 than ~1000 levels is refused; a YAML document whose aliases expand past `YAML_EXPANSION_LIMIT` nodes
-(a "billion laughs" alias bomb) or refer to themselves is refused.
+(a "billion laughs" alias bomb) or refer to themselves is refused. Only regular files are read (opened
+non-blocking, checked with fstat: a FIFO never blocks the loader), and at most `MAX_PER_FILE` problems
+are kept per file (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -32,7 +35,7 @@ import yaml
 
 from ..records import Record, RecordError, Source, kind_of, parse_record
 from ..stored import RecordList
-from .problems import Problem
+from .problems import FileProblems, Problem
 
 MiB = 1 << 20
 MAX_JSON_BYTES = 64 * MiB
@@ -86,36 +89,49 @@ def load_file(path: str | os.PathLike, *, max_json_bytes: int = MAX_JSON_BYTES,
               previous: FileLoad | None = None) -> FileLoad:
     """Read one pool file; never raises (a problem of kind `vanished` if it does not exist).
     `progress(bytes_read)` is called now and then while a `.jsonl` file streams in. `previous` (the last
-    load of the same `.jsonl` file) lets unchanged lines keep their records without re-validation."""
+    load of the same `.jsonl` file) lets unchanged lines keep their records without re-validation.
+    At most `MAX_PER_FILE` problems are kept, then one of kind `more` counting the rest."""
     path = os.fspath(path)
-    out = FileLoad(path)
+    out = FileLoad(path, problems=FileProblems())
+    _read(path, out, max_json_bytes, max_yaml_bytes, progress, previous)
+    out.problems = out.problems.done(path)
+    return out
+
+
+def _read(path: str, out: FileLoad, max_json_bytes: int, max_yaml_bytes: int,
+          progress: Callable[[int], None] | None, previous: FileLoad | None) -> None:
     fmt = file_format(path) or "json"
     try:
-        with open(path, "rb") as f:
+        # O_NONBLOCK: opening a FIFO (or a device) must not wait for a writer; what is not a regular
+        # file is then refused before anything is read from it.
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as f:
             status = os.fstat(f.fileno())
+            if not stat.S_ISREG(status.st_mode):
+                out.problems.append(not_regular(path, status.st_mode))
+                return
             size = out.size = status.st_size
             if time.time_ns() - max(status.st_mtime_ns, status.st_ctime_ns) >= RACY_NS:
                 out.stamp = stamp_of(status)
             if fmt == "jsonl":
                 _load_jsonl(f, out, max_json_bytes, progress, previous)
-                return out
+                return
             limit = max_yaml_bytes if fmt == "yaml" else max_json_bytes
             if size > limit:
                 out.problems.append(_too_large(path, size, limit, fmt))
-                return out
+                return
             data = f.read(size + 1)  # (a read of `limit` bytes would allocate `limit` bytes)
             if len(data) > size:  # the file grew since fstat: read on, still bounded
                 data += f.read(limit + 1 - len(data))
             if len(data) > limit:
                 out.problems.append(_too_large(path, len(data), limit, fmt))
-                return out
+                return
     except OSError as error:
         out.exists = not isinstance(error, FileNotFoundError)
         out.problems.append(_os_problem(path, error))
-        return out
+        return
     except Exception as error:  # noqa: BLE001 - a loader must not take the server down
         out.problems.append(Problem(path, 0, "", f"could not read the file: {error!r}", "error", "unreadable"))
-        return out
+        return
     try:
         if fmt == "yaml":
             _load_yaml(data, out)
@@ -123,7 +139,6 @@ def load_file(path: str | os.PathLike, *, max_json_bytes: int = MAX_JSON_BYTES,
             _load_json(data, out)
     except Exception as error:  # noqa: BLE001
         out.problems.append(Problem(path, 0, "", f"could not load the file: {error!r}", "error", "unreadable"))
-    return out
 
 
 # -- errors --------------------------------------------------------------------------------------
@@ -146,6 +161,13 @@ def _os_problem(path: str, error: OSError) -> Problem:
     if isinstance(error, IsADirectoryError):
         return Problem(path, 0, "", "is a directory, not a record file", "error", "unreadable")
     return Problem(path, 0, "", f"cannot read: {error.strerror or error}", "error", "unreadable")
+
+
+def not_regular(path: str, mode: int) -> Problem:
+    """A pool file that is a FIFO, a socket or a device: never opened for reading (it could block)."""
+    what = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device",
+            stat.S_IFBLK: "a block device", stat.S_IFDIR: "a directory"}.get(stat.S_IFMT(mode), "not a file")
+    return Problem(path, 0, "", f"is {what}, not a regular file; not loaded", "error", "unreadable")
 
 
 def _utf8_problem(path: str, data: bytes, error: UnicodeDecodeError, base_line: int = 0) -> Problem:

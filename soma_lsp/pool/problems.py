@@ -9,7 +9,11 @@ Severity = Literal["error", "warning"]
 
 #: Kinds of problem, for summaries (`soma-lsp check`) and diagnostics codes.
 KINDS = ("json", "yaml", "utf-8", "validation", "status", "duplicate", "too-large", "too-deep",
-         "alias-bomb", "unreadable", "vanished", "symlink", "not-records")
+         "alias-bomb", "unreadable", "vanished", "symlink", "not-records", "more")
+
+#: Problems kept per file (docs/reliability.md): a file of five million bad elements must not cost
+#: gigabytes in `check` and the server, nor diagnostics no editor can show. The rest are counted.
+MAX_PER_FILE = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,3 +30,32 @@ class Problem:
     def __str__(self) -> str:
         where = f"{self.path}:{self.line + 1}: "
         return f"{where}{self.field}: {self.message}" if self.field else f"{where}{self.message}"
+
+
+class FileProblems(list):
+    """A file's problems as they are found: the first `MAX_PER_FILE` kept, the others only counted."""
+
+    __slots__ = ("more", "worst")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.more = 0
+        self.worst: Severity = "warning"
+
+    def append(self, problem: Problem) -> None:
+        if len(self) < MAX_PER_FILE:
+            super().append(problem)
+        else:
+            self.more += 1
+            if problem.severity == "error":
+                self.worst = "error"
+
+    def done(self, path: str) -> list[Problem]:
+        """The kept problems, then one that says how many more there were (if any)."""
+        return list(self) + ([more_problems(path, self.more, self.worst, self[-1].line)] if self.more else [])
+
+
+def more_problems(path: str, count: int, severity: Severity, line: int) -> Problem:
+    """Stands for `count` problems not kept; placed at `line`, after the last one kept."""
+    return Problem(path, line, "", f"and {count} more problems in this file, not listed (at most "
+                                f"{MAX_PER_FILE} are kept per file)", severity, "more")

@@ -3,8 +3,10 @@
 One file per set of roots, in the user's cache directory (never in a pool): a `marshal` header — the
 pool's files with their stamps and problems, the duplicate-id claims, the index's ids, vocabularies
 and ties — then raw arrays (postings, columns) and the records as bytes, which are decoded only when
-something shows them (`stored.RecordStore`). The file is mapped, not read, so a restart touches only
-what it uses.
+something shows them (`stored.RecordStore`). The file is read whole into memory and checked (size,
+CRC-32) before anything in it is used — not mapped: a mapping faults the reader with SIGBUS when the
+file is truncated under it, and bytes read cannot change after the check (issue 23; reading costs
+≈ 30-60 ms for 150 MB, docs/benchmarks.md).
 
 Never stale: `LivePool.load` takes a file from the snapshot only when the listing's stamp (size,
 mtime_ns, ctime_ns, inode, device: `loader.stamp_of`) equals the stamp the file had when it was read,
@@ -12,7 +14,8 @@ and that stamp was not racy (`FileLoad.stamp`); every other file — changed, ne
 again and applied as an ordinary update. The snapshot's name keys the roots, the load limits, the
 format and the code that made it (`_code_key`), so nothing else ever sees it.
 
-Trusted only as far as it is ours: written 0600 into a 0700 directory and replaced atomically; one
+Trusted only as far as it is ours: written 0600 into a 0700 directory to a new file renamed into place
+(never truncated or rewritten in place; a directory in its place is removed first); one
 owned by someone else, writable by others, truncated, or of another format is ignored (`marshal` is
 not meant for untrusted bytes), and any failure to read it falls back to reading the pool.
 """
@@ -24,6 +27,7 @@ import logging
 import marshal
 import mmap
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -158,6 +162,9 @@ def _write_file(path: Path, size: int, header_size: int, parts: list[tuple[int, 
     """A file of `size` bytes with each (offset, bytes) part in place and the prefix in front (its
     CRC-32 covers the rest), synced, then renamed over `path`."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.is_dir() and not path.is_symlink():  # a directory by our name would refuse every rename
+        log.warning("removing the directory %s that stands where the snapshot goes", path)
+        shutil.rmtree(path)
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".snapshot-")  # created 0600
     try:
         with open(fd, "w+b") as f:
@@ -201,14 +208,17 @@ def read(path: Path) -> PoolState | None:
                     status.st_mode & (stat.S_IWGRP | stat.S_IWOTH):  # (no owners to compare on Windows)
                 log.warning("ignoring snapshot %s: not owned by this user or writable by others", path)
                 return None
-            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            if not stat.S_ISREG(status.st_mode):
+                log.warning("ignoring snapshot %s: not a regular file", path)
+                return None
+            data = f.read()
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as error:  # ValueError: an empty file cannot be mapped
+    except OSError as error:
         log.warning("ignoring snapshot %s: %s", path, error)
         return None
     try:
-        state = _decode(mapped)
+        state = _decode(data)
     except Exception as error:  # noqa: BLE001 - a bad snapshot means reading the pool, nothing worse
         log.warning("ignoring snapshot %s: %r", path, error)
         return None
@@ -219,17 +229,17 @@ def read(path: Path) -> PoolState | None:
     return state
 
 
-def _decode(mapped: mmap.mmap) -> PoolState:
-    size, header_size, check = (int.from_bytes(mapped[i:i + 8], "little") for i in range(len(MAGIC), PREFIX, 8))
-    if mapped[:len(MAGIC)] != MAGIC or size != len(mapped):
+def _decode(data: bytes) -> PoolState:
+    size, header_size, check = (int.from_bytes(data[i:i + 8], "little") for i in range(len(MAGIC), PREFIX, 8))
+    if data[:len(MAGIC)] != MAGIC or size != len(data):
         raise ValueError("not a snapshot, or truncated")
-    if zlib.crc32(memoryview(mapped)[PREFIX:]) != check:  # (≈ 25 ms for 150 MB; touches no fresh memory)
+    if zlib.crc32(memoryview(data)[PREFIX:]) != check:  # (≈ 25 ms for 150 MB)
         raise ValueError("damaged (checksum)")
-    header = marshal.loads(memoryview(mapped)[PREFIX:PREFIX + header_size])
+    header = marshal.loads(memoryview(data)[PREFIX:PREFIX + header_size])
     if header.get("format") != FORMAT:
         raise ValueError("another format")
     body = _aligned(PREFIX + header_size)
-    arrays = {name: np.frombuffer(mapped, dtype=np.dtype(dtype), count=int(np.prod(shape)), offset=body + at)
+    arrays = {name: np.frombuffer(data, dtype=np.dtype(dtype), count=int(np.prod(shape)), offset=body + at)
               .reshape(shape) for name, (dtype, shape, at) in header["arrays"].items()}
     at, blob_size = header["records"]
     slots, offsets = arrays["slot_positions"].size, arrays["offsets"]
@@ -237,7 +247,7 @@ def _decode(mapped: mmap.mmap) -> PoolState:
     if offsets.size != starts[-1] + 1 or offsets[-1] != blob_size or any(
             values.shape != (slots,) for name, values in arrays.items() if name.startswith("column.")):
         raise ValueError("inconsistent")  # (a writer's bug: the checksum covers what the disk could do)
-    store = RecordStore(memoryview(mapped)[body + at:body + at + blob_size], offsets,
+    store = RecordStore(memoryview(data)[body + at:body + at + blob_size], offsets,
                         [(first, row[0]) for first, row in zip(starts, header["files"])])
     files = [FileLoad(path, RecordList(range(first, first + count), store), [Problem(*p) for p in problems],
                       exists, file_size, stamp, line_records)

@@ -5,10 +5,17 @@ endings, and drops a frame whose body is not JSON without answering its request.
 its own buffer and:
 
 * accepts CRLF and LF header lines, header names in any case, other headers ignored;
-* resynchronises on the next `Content-Length:` after garbage;
+* resynchronises on the next `Content-Length:` after garbage, or after a header whose length is not a
+  number (`-1`, `abc`, empty: answered with a parse error, id null);
 * tolerates a wrong Content-Length: a body that is a complete JSON object before N bytes arrive is
   taken as the message (the rest of the buffer is framed again), a too-short one is extended to the
-  end of the JSON object it starts;
+  end of the JSON object it starts; a body that is not JSON and runs into the next header is answered
+  and dropped at that header (no JSON text holds a raw line end after `content-length: N`);
+* enforces limits (docs/reliability.md): a message over `MAX_MESSAGE` bytes, or nested deeper than
+  `MAX_DEPTH` levels, is answered with a parse error (-32700, with its id when it can be read) and
+  dropped, never buffered on or recursed into; waiting for a body costs linear time (only new bytes
+  are searched for a header, and a body that merely ends in `}` is tried as a message again only
+  after it grew by a quarter);
 * answers a body that is not JSON with a JSON-RPC parse error (-32700) to the request id when one can
   be read from the bytes (else id null), so a client never waits for an answer that will not come.
 
@@ -31,13 +38,23 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-_CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*(\d+)", re.IGNORECASE)
+_CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*(\d{1,15})[ \t]*(?:\r?\n|$)", re.IGNORECASE)
 _HEADER_START = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
 _HEADER_END = re.compile(rb"\r?\n\r?\n")
 _HEADER_LINE = re.compile(rb"^[A-Za-z][A-Za-z0-9-]*[ \t]*:")
+#: A header line no JSON text can hold (a raw line end inside a string is invalid JSON): where it
+#: appears inside a body, that body ended before it.
+_NEXT_FRAME = re.compile(rb"content-length[ \t]*:[ \t]*\d+[ \t]*\r?\n", re.IGNORECASE)
 _ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 MAX_HEADER = 8192
+MAX_MESSAGE = 64 << 20  #: bytes in one message; larger ones are answered with an error and dropped
+MAX_DEPTH = 256  #: levels of nesting in one message (an LSP message from a client has about 10)
+_EAGER = 4096  # a waiting body this small is tried as a message whenever it ends in `}`
 _DECODER = json.JSONDecoder()
+
+
+class _TooDeep(ValueError):
+    pass
 
 
 def request_id_in(body: bytes) -> int | str | None:
@@ -55,9 +72,13 @@ def request_id_in(body: bytes) -> int | str | None:
 class FrameReader:
     """Split a byte stream into JSON-RPC messages; `feed` returns the decoded ones (or parse errors)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_message: int = MAX_MESSAGE, max_depth: int = MAX_DEPTH) -> None:
         self.buffer = bytearray()
+        self.max_message = max_message
+        self.max_depth = max_depth
         self._length: int | None = None  # Content-Length of the frame whose body we wait for
+        self._searched = 0  # bytes of the waiting body already searched for the next header
+        self._tried = 0  # size of the waiting body when it was last tried as a message
 
     def feed(self, data: bytes, *, eof: bool = False) -> list[tuple[str, Any]]:
         """Add bytes; return ("message", dict|list|...) and ("error", (id, text)) items in order."""
@@ -67,6 +88,8 @@ class FrameReader:
             if self._length is None:
                 if not self._read_header(out):
                     break
+                if self._length is None:  # no valid Content-Length in that header: on to the next one
+                    continue
             item = self._read_body(eof)
             if item is None:
                 break
@@ -91,7 +114,7 @@ class FrameReader:
             if junk and not all(_HEADER_LINE.match(line.strip()) for line in junk.splitlines() if line.strip()):
                 logger.warning("discarding bytes before an LSP header: %r", junk[:200])
             del buffer[: start.start()]
-        end = _HEADER_END.search(buffer)
+        end = _HEADER_END.search(buffer, 0, MAX_HEADER + 4)
         if end is None:
             if len(buffer) > MAX_HEADER:
                 logger.warning("LSP header too long; discarding it")
@@ -103,49 +126,118 @@ class FrameReader:
         match = _CONTENT_LENGTH.match(header)
         if match is None:
             logger.warning("LSP header without a valid Content-Length: %r", header[:200])
+            out.append(("error", (None, f"Parse error: invalid Content-Length header {header[:100]!r}")))
             return True
         self._length = int(match.group(1))
+        self._searched = self._tried = 0
         return True
 
     def _read_body(self, eof: bool) -> tuple[str, Any] | None:
         length, buffer = self._length, self.buffer
-        assert length is not None
-        head = bytes(buffer[: min(length, len(buffer))])
-        if len(buffer) < length:
-            # Too large a Content-Length, or simply more to come: take a complete JSON object now
-            # when the bytes so far hold one (what could follow it in a real body is only space).
-            if not eof and not head.rstrip().endswith(b"}") and not _HEADER_START.search(head):
-                return None
-            decoded = _decode_prefix(bytes(buffer))
-            if decoded is None:
-                if eof:
-                    self._length = None
-                    del buffer[:]
-                    return ("error", (request_id_in(head), "incomplete message at end of input"))
-                return None
-            value, end = decoded
-            del buffer[:end]
-            self._length = None
-            logger.warning("Content-Length %d is larger than the message (%d bytes)", length, end)
-            return ("message", value)
+        if length is not None and length <= self.max_message and len(buffer) >= length:
+            return self._complete(length)
+        return self._waiting(eof)
+
+    def _complete(self, length: int) -> tuple[str, Any]:
+        """The whole body is here: decode it (or the JSON object the bytes hold, if the length was wrong)."""
+        buffer = self.buffer
         body = bytes(buffer[:length])
         try:
-            value = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as error:
-            decoded = _decode_prefix(bytes(buffer))
-            if decoded is not None and decoded[1] != length:
-                # Content-Length was wrong, the bytes hold one JSON object: take it.
-                value, end = decoded
-                del buffer[:end]
-                self._length = None
-                logger.warning("Content-Length %d does not match the message (%d bytes)", length, end)
-                return ("message", value)
-            del buffer[:length]
-            self._length = None
-            return ("error", (request_id_in(body), f"Parse error: {error}"))
-        del buffer[:length]
+            value = self._parse(body.decode("utf-8"))
+        except _TooDeep as error:
+            return self._drop(length, body, str(error))
+        except ValueError as error:
+            if _truncated(error, length) or getattr(error, "msg", "") == "Extra data":
+                taken = self._prefix(len(buffer))
+                if taken is not None and taken[1] != length:
+                    logger.warning("Content-Length %d does not match the message (%d bytes)", length, taken[1])
+                    return taken[0]
+            return self._drop(length, body, f"Parse error: {error}")
+        return self._take(length, ("message", value))
+
+    def _waiting(self, eof: bool) -> tuple[str, Any] | None:
+        """Fewer bytes than the Content-Length: wait for more, unless the body is over already — a
+        next header in it, the end of input, or the size limit — or the bytes so far hold a JSON object
+        (a Content-Length too large; what could follow it in a real body is only space)."""
+        buffer, length = self.buffer, self._length
+        following = _NEXT_FRAME.search(buffer, max(0, self._searched - 64))
+        self._searched = len(buffer)
+        if following is not None or eof:
+            end = following.start() if following is not None else len(buffer)
+            taken = self._prefix(end)
+            if taken is not None:
+                logger.warning("Content-Length %d is larger than the message (%d bytes)", length, taken[1])
+                return taken[0]
+            what = "incomplete message at end of input" if following is None else \
+                f"Parse error: Content-Length {length} runs into the next message, and the body is not JSON"
+            return self._drop(end, bytes(buffer[:min(end, MAX_HEADER)]), what)
+        if len(buffer) > self.max_message:
+            return self._drop(len(buffer), bytes(buffer[:MAX_HEADER]),
+                              f"Parse error: message over the {self.max_message}-byte limit (Content-Length {length})")
+        if bytes(buffer[-64:]).rstrip().endswith(b"}") and (
+                len(buffer) <= _EAGER or len(buffer) >= self._tried + self._tried // 4):
+            self._tried = len(buffer)
+            taken = self._prefix(len(buffer))
+            if taken is not None:
+                logger.warning("Content-Length %d is larger than the message (%d bytes)", length, taken[1])
+                return taken[0]
+        return None
+
+    def _prefix(self, end: int) -> tuple[tuple[str, Any], int] | None:
+        """The JSON object at the start of the buffer (within `end` bytes), taken: (item, its size)."""
+        try:
+            decoded = _decode_prefix(bytes(self.buffer[:min(end, self.max_message)]))
+        except RecursionError:  # deeper than the decoder goes: dropped up to `end` (the rest is framed again)
+            return self._drop(end, bytes(self.buffer[:MAX_HEADER]), self._too_deep()), end
+        if decoded is None:
+            return None
+        value, size = decoded
+        if _deeper_than(value, self.max_depth):
+            return self._drop(size, bytes(self.buffer[:MAX_HEADER]), self._too_deep()), size
+        return self._take(size, ("message", value)), size
+
+    def _parse(self, text: str) -> Any:
+        try:
+            value = json.loads(text)
+        except RecursionError:
+            raise _TooDeep(self._too_deep()) from None
+        if text.count("[") + text.count("{") > self.max_depth and _deeper_than(value, self.max_depth):
+            raise _TooDeep(self._too_deep())
+        return value
+
+    def _too_deep(self) -> str:
+        return f"Parse error: message nested deeper than {self.max_depth} levels"
+
+    def _take(self, size: int, item: tuple[str, Any]) -> tuple[str, Any]:
+        del self.buffer[:size]
         self._length = None
-        return ("message", value)
+        return item
+
+    def _drop(self, size: int, head: bytes, text: str) -> tuple[str, Any]:
+        """Drop `size` bytes of a body that cannot be a message; an error for its id (if readable)."""
+        logger.warning("dropping a message of %d bytes: %s", size, text)
+        return self._take(size, ("error", (request_id_in(head), text)))
+
+
+def _truncated(error: ValueError, length: int) -> bool:
+    """The body ended before its JSON did (a Content-Length too short)."""
+    if isinstance(error, UnicodeDecodeError):
+        return error.start >= length - 3  # a character cut at the end
+    return isinstance(error, json.JSONDecodeError) and error.pos >= len(error.doc.rstrip()) - 1
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether `value` nests containers more than `limit` levels deep (without recursing)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, dict | list):
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node)
+                     if isinstance(child, dict | list))
+    return False
 
 
 def _could_be_header_prefix(junk: bytes) -> bool:
