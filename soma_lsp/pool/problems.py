@@ -9,7 +9,8 @@ Severity = Literal["error", "warning"]
 
 #: Kinds of problem, for summaries (`soma-lsp check`) and diagnostics codes.
 KINDS = ("json", "yaml", "utf-8", "validation", "status", "duplicate", "too-large", "too-deep",
-         "alias-bomb", "unreadable", "vanished", "symlink", "not-records")
+         "alias-bomb", "unreadable", "vanished", "symlink", "not-records",
+         "tracker")  # a tracker store that cannot be read now, or one of its runs skipped (pool.trackers)
 
 
 @dataclass(frozen=True, slots=True)
