@@ -70,14 +70,15 @@ def wandb_run(dir, name, notes=None, tags=(), config=None, metrics=(), exit_code
 def main() -> None:
     ops = {f.__name__: f for f in (mlflow_run, mlflow_tag, mlflow_end, mlflow_delete, mlflow_delete_experiment,
                                    wandb_run)}
+    answers, sys.stdout = sys.stdout, sys.stderr  # the clients print ("View run … at"): keep answers apart
     for line in sys.stdin:
         command = json.loads(line)
         try:
             result = {"ok": ops[command.pop("op")](**command)}
         except Exception:  # noqa: BLE001 - the test sees the traceback
             result = {"error": traceback.format_exc()}
-        sys.stdout.write(json.dumps(result) + "\n")
-        sys.stdout.flush()
+        answers.write(json.dumps(result) + "\n")
+        answers.flush()
 
 
 if __name__ == "__main__":
