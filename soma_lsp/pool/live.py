@@ -94,6 +94,11 @@ class LivePool:
         return list(self._roots.paths)
 
     @property
+    def sources(self) -> list[str]:
+        """Every entry of the pool: the record folders, then the trackers (URIs, `mlruns/`, `wandb/`)."""
+        return self.roots + [source.entry for source in self.trackers]
+
+    @property
     def files(self) -> list[str]:
         """The pool files loaded (readable or not), sorted."""
         with self._lock:

@@ -22,7 +22,7 @@ import yaml
 from ..loader import YAML_LOADER, FileLoad
 from ..problems import Problem
 from .mapping import Run, run_load
-from .source import Scan, Stamp, TrackerSource, everything, fingerprint
+from .source import FolderSource, Scan, Stamp, everything, fingerprint, stat_of
 
 META = "meta.yaml"
 PARTS = ("params", "tags", "metrics")
@@ -44,13 +44,8 @@ def is_store(path: str) -> bool:
     return False
 
 
-class FileStore(TrackerSource):
+class FileStore(FolderSource):
     kind = "MLflow file store"
-    follow = "watch"
-
-    def __init__(self, path: str) -> None:
-        super().__init__(path, path.rstrip(os.sep) + os.sep)
-        self.path = path
 
     def scan(self, hint: Iterable[str] | None = None) -> Scan:
         runs: dict[str, tuple[Stamp, Any]] = {}
@@ -97,7 +92,7 @@ class FileStore(TrackerSource):
         files = _files(run_dir)
         if META not in files:  # not a run (yet): MLflow writes meta.yaml right after the folder
             return
-        stamp = fingerprint(_stat(os.path.join(experiment, META)), sorted(files.items()))
+        stamp = fingerprint(stat_of(os.path.join(experiment, META)), sorted(files.items()))
         runs[key] = (stamp, lambda: self._load(key, run_dir, experiment_meta, stamp))
 
     def _load(self, key: str, run_dir: str, experiment_meta: dict, stamp: Stamp) -> FileLoad | None:
@@ -125,26 +120,19 @@ def _listdir(path: str) -> list[str]:
         return []
 
 
-def _stat(path: str) -> tuple[int, ...] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_size, st.st_mtime_ns, st.st_ino
-
 
 def _files(run_dir: str) -> dict[str, tuple[int, ...] | None]:
     """The run's meta.yaml and every params/tags/metrics file, relative path → its stat."""
     found = {}
     if os.path.isfile(os.path.join(run_dir, META)):
-        found[META] = _stat(os.path.join(run_dir, META))
+        found[META] = stat_of(os.path.join(run_dir, META))
     for part in PARTS:
         top = os.path.join(run_dir, part)
         for directory, dirs, names in os.walk(top):
             dirs[:] = [d for d in dirs if not d.startswith(".")]
             for name in names:
                 path = os.path.join(directory, name)
-                found[os.path.relpath(path, run_dir)] = _stat(path)
+                found[os.path.relpath(path, run_dir)] = stat_of(path)
     return found
 
 

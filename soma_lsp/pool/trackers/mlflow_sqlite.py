@@ -17,7 +17,7 @@ from collections import defaultdict
 from urllib.parse import quote
 
 from .mapping import Run, run_load
-from .source import Scan, TrackerError, TrackerSource, everything, fingerprint
+from .source import Scan, TrackerError, TrackerSource, everything, fingerprint, stat_of
 
 #: `alembic_version.version_num` of every MLflow schema up to MLflow 3.17 (its `db_migrations`)
 KNOWN_VERSIONS = frozenset("""
@@ -62,20 +62,14 @@ class SqliteStore(TrackerSource):
         return self._state() != self._seen
 
     def _state(self) -> tuple:
-        stats = []
-        for path in (self.path, self.path + "-wal"):
-            try:
-                st = os.stat(path)
-                stats.append((st.st_size, st.st_mtime_ns, st.st_ino))
-            except OSError:
-                stats.append(None)
+        stats = tuple(stat_of(path) for path in (self.path, self.path + "-wal"))
         try:
             if self._watch is None:
                 self._watch = self._connect()
             version = self._watch.execute("PRAGMA data_version").fetchone()[0]
         except (sqlite3.Error, TrackerError):
             self._watch, version = None, None
-        return tuple(stats), version
+        return stats, version
 
     def scan(self, hint=None) -> Scan:
         state = self._state()

@@ -11,6 +11,7 @@ poll that finds nothing new, rebuilds no record. A store that cannot be read now
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -66,6 +67,26 @@ class TrackerSource:
                 if load is not None or key in known:
                     changes[key] = load
         return changes
+
+
+class FolderSource(TrackerSource):
+    """A store that is a folder (`mlruns/`, `wandb/`): its runs' keys are paths below it; it is
+    followed by watching it."""
+
+    follow = "watch"
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path, path.rstrip(os.sep) + os.sep)
+        self.path = path
+
+
+def stat_of(path: str) -> tuple[int, int, int] | None:
+    """(size, mtime_ns, inode) of a file, None when it is not there: what a folder's fingerprint is made of."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ino
 
 
 def fingerprint(*parts: Any) -> Stamp:

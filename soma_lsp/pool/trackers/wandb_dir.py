@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 import yaml
@@ -25,7 +25,7 @@ from ..loader import YAML_LOADER, FileLoad
 from ..problems import Problem
 from . import wandb_log
 from .mapping import Run, run_load
-from .source import Scan, TrackerSource, everything, fingerprint
+from .source import FolderSource, Scan, everything, fingerprint, stat_of
 
 PREFIXES = ("run-", "offline-run-")
 FILES = ("files/config.yaml", "files/wandb-summary.json", "files/wandb-metadata.json")
@@ -40,13 +40,8 @@ def is_folder(path: str) -> bool:
         return False
 
 
-class WandbFolder(TrackerSource):
+class WandbFolder(FolderSource):
     kind = "W&B run folder"
-    follow = "watch"
-
-    def __init__(self, path: str) -> None:
-        super().__init__(path, path.rstrip(os.sep) + os.sep)
-        self.path = path
 
     def scan(self, hint: Iterable[str] | None = None) -> Scan:
         if hint is None:
@@ -65,7 +60,7 @@ class WandbFolder(TrackerSource):
             run_dir = os.path.join(self.path, name)
             if os.path.islink(run_dir) or not os.path.isdir(run_dir):
                 continue
-            files = {rel: _stat(os.path.join(run_dir, rel)) for rel in (*FILES, _log_name(name))}
+            files = {rel: stat_of(os.path.join(run_dir, rel)) for rel in (*FILES, _log_name(name))}
             if not any(files.values()):
                 continue  # not written yet
             stamp = fingerprint(sorted(files.items()))
@@ -120,13 +115,6 @@ def _log_name(folder: str) -> str:
     return f"run-{folder.rsplit('-', 1)[-1]}.wandb"
 
 
-def _stat(path: str) -> tuple[int, ...] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_size, st.st_mtime_ns, st.st_ino
-
 
 def _json(path: str, problems: list[Problem], key: str) -> dict:
     try:
@@ -162,6 +150,7 @@ def _started(text: Any) -> int | None:
     if not isinstance(text, str):
         return None
     try:
-        return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
+    return int((moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp() * 1000)
