@@ -9,7 +9,7 @@ import os
 import shutil
 from pathlib import Path
 
-from soma_lsp.pool.trackers import WandbFolder
+from soma_lsp.pool.trackers import WandbFolder, wandb_log
 from soma_lsp.pool.trackers.follow import TrackerFollower
 from soma_lsp.records import Status
 from trackers_support import pool_of, tracker_home, wait_for, worker  # noqa: F401
@@ -18,7 +18,10 @@ from trackers_support import pool_of, tracker_home, wait_for, worker  # noqa: F4
 def offline_run(worker, root: Path, name: str, **arguments) -> tuple[str, Path]:
     arguments.setdefault("notes", "theta 500k diverges at 2k steps\nloss spikes")
     answer = worker("wandb_run", dir=str(root), name=name, **arguments)
-    return answer["run_id"], Path(answer["folder"])
+    run, folder = answer["run_id"], Path(answer["folder"])
+    log = folder / f"run-{run}.wandb"  # wandb's core process may still be flushing after finish()
+    wait_for(lambda: wandb_log.read(log.read_bytes()).exit_code is not None, "the run's exit record")
+    return run, folder
 
 
 def make_online(folder: Path, *, config: str, summary: dict, metadata: dict) -> Path:
