@@ -141,3 +141,12 @@ def test_known_schema_versions_are_the_installed_mlflow_migrations():
     installed = {line.split("=", 1)[1].strip().strip("'\"") for path in versions.glob("*.py")
                  for line in path.read_text().splitlines() if line.startswith("revision = ")}
     assert installed <= KNOWN_VERSIONS, f"new MLflow schema versions to check and add: {installed - KNOWN_VERSIONS}"
+
+
+def test_a_nan_metric_stays_nan(worker, tmp_path):
+    db = tmp_path / "mlflow.db"
+    run = worker("mlflow_run", uri=sqlite_uri(db), experiment="nan", name="diverged", status="FAILED",
+                 metrics=[["val_loss", 3.0, 0], ["val_loss", float("nan"), 1]],
+                 tags={"soma.baseline.val_loss": "3.3", "soma.goal.val_loss": "min"})["run_id"]
+    (metric,) = pool_of(sqlite_uri(db)).get(run).metrics
+    assert metric.value != metric.value and metric.moved_wrong_way is True  # NaN, not MLflow's stored 0

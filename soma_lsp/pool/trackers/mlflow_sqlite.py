@@ -105,7 +105,9 @@ class SqliteStore(TrackerSource):
             runs = connection.execute("SELECT run_uuid, name, status, start_time, end_time, experiment_id "
                                       "FROM runs WHERE lifecycle_stage != 'deleted'").fetchall()
             parts = [connection.execute(f"SELECT run_uuid, key, value FROM {table}").fetchall()
-                     for table in ("tags", "params", "latest_metrics")]
+                     for table in ("tags", "params")]
+            parts.append(connection.execute(  # a NaN is stored as 0 with is_nan set
+                "SELECT run_uuid, key, CASE WHEN is_nan THEN 'nan' ELSE value END FROM latest_metrics").fetchall())
         return experiments, runs, parts
 
     def _runs(self, experiments: dict, runs: list, parts: list) -> dict:
@@ -130,7 +132,7 @@ class SqliteStore(TrackerSource):
         run_uuid, name, status, start, end, experiment, tags, params, metrics = row
         run = Run(id=run_uuid, name=name or None, status=status, start_ms=start, end_ms=end,
                   tags={k: v or "" for k, v in tags}, params=dict(params),
-                  metrics={k: v for k, v in metrics if isinstance(v, int | float)},
+                  metrics={k: float(v) for k, v in metrics if isinstance(v, int | float) or v == "nan"},
                   origin=f"{self.kind} {self.path} · experiment {experiment}")
         return run_load(key, run, fingerprint(row))
 
