@@ -5,6 +5,7 @@ database (last good records kept), and a restart from the snapshot that rebuilds
 from __future__ import annotations
 
 import importlib.util
+import os
 import sqlite3
 from pathlib import Path
 
@@ -128,9 +129,28 @@ def test_restart_from_the_snapshot_rebuilds_no_run(worker, tmp_path):
     first.load()
     assert first.save_snapshot()
     again = LivePool([sqlite_uri(db)], LiveIndex(), cache_dir=tmp_path / "cache")
-    again.load()
-    assert not again.unsaved  # every run's fingerprint matched: nothing rebuilt or re-indexed
+    changes = []
+    again.subscribe(changes.append)
+    again.load()  # the database was written just now: every run is read, and none has changed
+    assert [c.added for c in changes if c.added] == [] and [c.removed for c in changes if c.removed] == []
     assert again.get(failed) == first.get(failed) and again.get(failed).origin == first.get(failed).origin
+
+
+def test_restart_on_a_settled_database_reads_nothing(worker, tmp_path):
+    db = tmp_path / "mlflow.db"
+    failed, _ = two_runs(worker, db)
+    old = db.stat().st_mtime_ns - 60 * 10**9
+    os.utime(db, ns=(old, old))  # as a database last written a minute ago
+    first = LivePool([sqlite_uri(db)], LiveIndex(), cache_dir=tmp_path / "cache")
+    first.load()
+    assert first.save_snapshot()
+    again = LivePool([sqlite_uri(db)], LiveIndex(), cache_dir=tmp_path / "cache")
+    again.load()
+    assert not again.unsaved and again.get(failed) == first.get(failed)  # the files' stat said: unchanged
+    worker("mlflow_tag", uri=sqlite_uri(db), run_id=failed, key="soma.conclusion", value="seen after all")
+    third = LivePool([sqlite_uri(db)], LiveIndex(), cache_dir=tmp_path / "cache")
+    third.load()
+    assert third.get(failed).headline == "seen after all"
 
 
 def test_known_schema_versions_are_the_installed_mlflow_migrations():

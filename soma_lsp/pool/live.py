@@ -389,7 +389,7 @@ class LivePool:
             for start in range(0, max(len(keys), 1), self.batch_records):
                 batch = {key: changes[key] for key in keys[start:start + self.batch_records]}
                 if start == 0:
-                    batch[source.entry] = None  # the store's own problem, set or cleared
+                    batch.setdefault(source.entry, None)  # the store's own problem, set or cleared
                 self._commit(batch, {source.entry: problem} if problem else {}, {})
         return message
 

@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections import defaultdict
+import time
 from urllib.parse import quote
+
+import orjson
+
+from ..loader import RACY_NS, FileLoad
 
 from .mapping import Run, run_load
 from .source import Scan, TrackerError, TrackerSource, everything, fingerprint, stat_of
@@ -31,6 +35,21 @@ bda7b8c39065 bf29a5ff90ea c1d2e3f4a5b6 c3d6457b6d8a c3d9e7f1a2b4 c48cb773bb87 c8
 cbc13b556ace cc1f77228345 cfd24bdc0731 d0e1f2a3b4c5 d3e4f5a6b7c8 da6fb0208061 dc11669786a5 de4033877273
 df50e92ffc5e e1f2a3b4c5d6 f5a4f2784254
 """.split())
+
+#: every active run with its tags, params and latest metrics, each as a JSON array of [key, value] pairs in
+#: key order, built by SQLite: a run is one row, fingerprinted as it comes, and only the runs whose row
+#: changed are parsed and mapped. Metric values go as 17 significant digits (exact), NaN as "nan"
+#: (MLflow stores NaN as 0 with `is_nan` set).
+RUNS = """
+SELECT r.run_uuid, r.name, r.status, r.start_time, r.end_time, r.experiment_id,
+  (SELECT json_group_array(json_array(key, value)) FROM
+     (SELECT key, value FROM tags WHERE run_uuid = r.run_uuid ORDER BY key)),
+  (SELECT json_group_array(json_array(key, value)) FROM
+     (SELECT key, value FROM params WHERE run_uuid = r.run_uuid ORDER BY key)),
+  (SELECT json_group_array(json_array(key, CASE WHEN is_nan THEN 'nan' ELSE printf('%!.17g', value) END)) FROM
+     (SELECT key, value, is_nan FROM latest_metrics WHERE run_uuid = r.run_uuid ORDER BY key))
+FROM runs AS r WHERE r.lifecycle_stage != 'deleted'
+"""
 
 BUSY_SECONDS = 2.0  # how long a read waits for a writer's lock before the store is reported locked
 
@@ -71,11 +90,25 @@ class SqliteStore(TrackerSource):
             self._watch, version = None, None
         return stats, version
 
+    def sync(self, known, hint=None):
+        """As `TrackerSource.sync`, plus a marker at the store's entry whose stamp is the database
+        files' stat: when a full sync finds it unchanged (and settled: older than `RACY_NS`), nothing
+        is read — a restart from the snapshot costs a `stat`."""
+        state = _settled(self._state()[0])
+        if hint is None and state is not None and known.get(self.entry) == state:
+            return {}
+        changes = super().sync({k: v for k, v in known.items() if k != self.entry}, hint)
+        changes[self.entry] = FileLoad(self.entry, stamp=state)
+        return changes
+
+    def owns(self, key: str) -> bool:
+        return key == self.entry or key.startswith(self.prefix)
+
     def scan(self, hint=None) -> Scan:
         state = self._state()
         connection = self._connect()
         try:
-            rows = self._read(connection)
+            experiments, runs = self._read(connection)
         except sqlite3.OperationalError as error:
             if "locked" in str(error) or "busy" in str(error):
                 raise TrackerError(f"the MLflow database {self.path} is locked by a writer "
@@ -86,9 +119,16 @@ class SqliteStore(TrackerSource):
         finally:
             connection.close()
         self._seen = state
-        return Scan(self._runs(*rows), everything)
+        found = {}
+        for row in runs:
+            experiment = experiments.get(str(row[5]))
+            if experiment is not None:  # (None: a run of a deleted experiment)
+                key, stamp = self.prefix + row[0], fingerprint(row)
+                found[key] = (stamp, lambda key=key, row=row, stamp=stamp, name=experiment:
+                              self._load(key, row, stamp, name))
+        return Scan(found, everything)
 
-    def _read(self, connection: sqlite3.Connection):
+    def _read(self, connection: sqlite3.Connection) -> tuple[dict[str, str], list[tuple]]:
         try:
             (version,) = connection.execute("SELECT version_num FROM alembic_version").fetchone() or (None,)
         except sqlite3.OperationalError as error:
@@ -102,41 +142,30 @@ class SqliteStore(TrackerSource):
             connection.execute("BEGIN")
             experiments = {str(e): name for e, name, stage in connection.execute(
                 "SELECT experiment_id, name, lifecycle_stage FROM experiments") if stage != "deleted"}
-            runs = connection.execute("SELECT run_uuid, name, status, start_time, end_time, experiment_id "
-                                      "FROM runs WHERE lifecycle_stage != 'deleted'").fetchall()
-            parts = [connection.execute(f"SELECT run_uuid, key, value FROM {table}").fetchall()
-                     for table in ("tags", "params")]
-            parts.append(connection.execute(  # a NaN is stored as 0 with is_nan set
-                "SELECT run_uuid, key, CASE WHEN is_nan THEN 'nan' ELSE value END FROM latest_metrics").fetchall())
-        return experiments, runs, parts
+            return experiments, connection.execute(RUNS).fetchall()
 
-    def _runs(self, experiments: dict, runs: list, parts: list) -> dict:
-        tags, params, metrics = ({} for _ in range(3))
-        for table, rows in zip((tags, params, metrics), parts):
-            grouped = defaultdict(list)
-            for run_uuid, key, value in rows:
-                grouped[run_uuid].append((key, value))
-            table.update(grouped)
-        found = {}
-        for run_uuid, name, status, start, end, experiment_id in runs:
-            experiment = experiments.get(str(experiment_id))
-            if experiment is None:  # in a deleted experiment
-                continue
-            row = (run_uuid, name, status, start, end, experiment, sorted(tags.get(run_uuid, ())),
-                   sorted(params.get(run_uuid, ())), sorted(metrics.get(run_uuid, ())))
-            key = self.prefix + run_uuid
-            found[key] = (fingerprint(row), lambda key=key, row=row: self._load(key, row))
-        return found
-
-    def _load(self, key: str, row: tuple):
-        run_uuid, name, status, start, end, experiment, tags, params, metrics = row
+    def _load(self, key: str, row: tuple, stamp, experiment: str):
+        run_uuid, name, status, start, end, _, tags, params, metrics = row
         run = Run(id=run_uuid, name=name or None, status=status, start_ms=start, end_ms=end,
-                  tags={k: v or "" for k, v in tags}, params=dict(params),
-                  metrics={k: float(v) for k, v in metrics if isinstance(v, int | float) or v == "nan"},
+                  tags={k: v or "" for k, v in _pairs(tags)}, params=dict(_pairs(params)),
+                  metrics={k: float(v) for k, v in _pairs(metrics)},
                   origin=f"{self.kind} {self.path} · experiment {experiment}")
-        return run_load(key, run, fingerprint(row))
+        return run_load(key, run, stamp)
 
     def close(self) -> None:
         if self._watch is not None:
             self._watch.close()
             self._watch = None
+
+
+def _pairs(text: str | None) -> list:
+    return orjson.loads(text) if text else []
+
+
+def _settled(stats: tuple) -> tuple[int, ...] | None:
+    """The database files' stat as a stamp, or None while one was modified less than `RACY_NS` ago (a
+    write within the clock's granularity could leave it as it was: the loader's rule for files)."""
+    now = time.time_ns()
+    if any(stat is not None and now - stat[1] < RACY_NS for stat in stats):
+        return None
+    return tuple(value for stat in stats for value in (stat or (-1, -1, -1)))
