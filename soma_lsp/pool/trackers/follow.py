@@ -4,7 +4,8 @@
 * A folder (`mlruns/`, `wandb/`): watchfiles' Rust backend over it; each debounced burst of events
   names the run folders to stat-scan (`hint`), not the whole store.
 * SQLite: every `sqlite_seconds` the cheap `changed()` check (the database and WAL files' stat,
-  `PRAGMA data_version`); a change means one sync (rows read, only changed runs rebuilt).
+  `PRAGMA data_version`); a change means a quick sync of the `runs` table (new, ended, deleted runs),
+  then — at most every `sqlite_full_seconds` — a full one (tag, note and metric edits).
 * A tracking server: every `poll_seconds` a poll (three small requests: anything new?), and every
   `full_every`-th time — or after a failure — a full scan that catches edits and deletions.
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 
 from .source import TrackerSource
@@ -28,11 +30,12 @@ class TrackerFollower:
     """Follow every tracker of `pool` (a `LivePool`); `start()` returns once folder watches are armed."""
 
     def __init__(self, pool, *, poll_seconds: float = 10.0, full_every: int = 6, sqlite_seconds: float = 0.5,
-                 debounce_ms: int = 50, step_ms: int = 50) -> None:
+                 sqlite_full_seconds: float = 5.0, debounce_ms: int = 50, step_ms: int = 50) -> None:
         self.pool = pool
         self.poll_seconds = poll_seconds
         self.full_every = full_every
         self.sqlite_seconds = sqlite_seconds
+        self.sqlite_full_seconds = sqlite_full_seconds
         self.debounce_ms = debounce_ms
         self.step_ms = step_ms
         self._stop = threading.Event()
@@ -103,10 +106,14 @@ class TrackerFollower:
 
     def _poll_sqlite(self, source, ready: threading.Event) -> None:
         ready.set()
-        failing = None
+        failing, pending, last_full = None, False, time.monotonic()
         while not self._stop.wait(self.sqlite_seconds):
             if failing or source.changed():
-                failing = self.pool.sync_tracker(source)
+                failing = self.pool.sync_tracker(source, "runs")  # new, ended, deleted runs: at once
+                pending = True
+            if pending and not failing and time.monotonic() - last_full >= self.sqlite_full_seconds:
+                failing = self.pool.sync_tracker(source)  # tag, note and metric edits
+                pending, last_full = bool(failing), time.monotonic()
 
     def _poll_server(self, source, ready: threading.Event) -> None:
         ready.set()

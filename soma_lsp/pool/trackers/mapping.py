@@ -94,10 +94,11 @@ def run_load(key: str, run: Run, stamp: tuple[int, ...] | None, problems: list[P
     return out
 
 
-def _moment(ms: int | None) -> str | None:
+def _moment(ms: int | None) -> datetime | None:
+    """Milliseconds since the epoch as an aware datetime (which `parse_record` takes as it is)."""
     if ms is None or ms <= 0:
         return None
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat()
+    return datetime.fromtimestamp(ms / 1000, timezone.utc)
 
 
 def _metrics(latest: Mapping[str, float], soma: Mapping[str, str]) -> dict[str, dict[str, Any]] | None:

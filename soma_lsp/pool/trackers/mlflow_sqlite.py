@@ -40,16 +40,17 @@ df50e92ffc5e e1f2a3b4c5d6 f5a4f2784254
 #: key order, built by SQLite: a run is one row, fingerprinted as it comes, and only the runs whose row
 #: changed are parsed and mapped. Metric values go as 17 significant digits (exact), NaN as "nan"
 #: (MLflow stores NaN as 0 with `is_nan` set).
-RUNS = """
-SELECT r.run_uuid, r.name, r.status, r.start_time, r.end_time, r.experiment_id,
+HEADS = "SELECT r.run_uuid, r.name, r.status, r.start_time, r.end_time, r.experiment_id FROM runs AS r"
+RUNS = HEADS.replace(" FROM runs AS r", """,
   (SELECT json_group_array(json_array(key, value)) FROM
      (SELECT key, value FROM tags WHERE run_uuid = r.run_uuid ORDER BY key)),
   (SELECT json_group_array(json_array(key, value)) FROM
      (SELECT key, value FROM params WHERE run_uuid = r.run_uuid ORDER BY key)),
   (SELECT json_group_array(json_array(key, CASE WHEN is_nan THEN 'nan' ELSE printf('%!.17g', value) END)) FROM
      (SELECT key, value, is_nan FROM latest_metrics WHERE run_uuid = r.run_uuid ORDER BY key))
-FROM runs AS r WHERE r.lifecycle_stage != 'deleted'
-"""
+FROM runs AS r""")
+ACTIVE = " WHERE r.lifecycle_stage != 'deleted'"
+SOME = " AND r.run_uuid IN (SELECT value FROM json_each(?))"
 
 BUSY_SECONDS = 2.0  # how long a read waits for a writer's lock before the store is reported locked
 
@@ -64,6 +65,8 @@ class SqliteStore(TrackerSource):
         self.path = path
         self.busy_seconds = busy_seconds
         self._seen: tuple | None = None
+        self._heads: dict[str, tuple] = {}  # run id → its `runs` columns, as last read
+        self._stamps: dict[str, tuple] = {}  # run id → its whole row's fingerprint, as last read
         self._watch: sqlite3.Connection | None = None
 
     def _connect(self) -> sqlite3.Connection:
@@ -92,13 +95,14 @@ class SqliteStore(TrackerSource):
 
     def sync(self, known, hint=None):
         """As `TrackerSource.sync`, plus a marker at the store's entry whose stamp is the database
-        files' stat: when a full sync finds it unchanged (and settled: older than `RACY_NS`), nothing
-        is read — a restart from the snapshot costs a `stat`."""
+        files' stat as of the last full sync: when a full sync finds it unchanged (and settled: older
+        than `RACY_NS`), nothing is read — a restart from the snapshot costs a `stat`. A quick sync
+        (`hint="runs"`) drops the marker: it has not seen tag edits."""
         state = _settled(self._state()[0])
         if hint is None and state is not None and known.get(self.entry) == state:
             return {}
         changes = super().sync({k: v for k, v in known.items() if k != self.entry}, hint)
-        changes[self.entry] = FileLoad(self.entry, stamp=state)
+        changes[self.entry] = FileLoad(self.entry, stamp=state) if hint is None else None
         return changes
 
     def owns(self, key: str) -> bool:
@@ -108,7 +112,7 @@ class SqliteStore(TrackerSource):
         state = self._state()
         connection = self._connect()
         try:
-            experiments, runs = self._read(connection)
+            experiments, heads, rows = self._read(connection, quick=hint == "runs")
         except sqlite3.OperationalError as error:
             if "locked" in str(error) or "busy" in str(error):
                 raise TrackerError(f"the MLflow database {self.path} is locked by a writer "
@@ -119,16 +123,20 @@ class SqliteStore(TrackerSource):
         finally:
             connection.close()
         self._seen = state
+        stamps = {row[0]: fingerprint(row) for row in rows}
+        rows = {row[0]: row for row in rows}
+        self._stamps = {run: stamps.get(run) or self._stamps[run] for run in (h[0] for h in heads)}
+        self._heads = {head[0]: head for head in heads}
         found = {}
-        for row in runs:
-            experiment = experiments.get(str(row[5]))
+        for head in heads:
+            experiment = experiments.get(str(head[5]))
             if experiment is not None:  # (None: a run of a deleted experiment)
-                key, stamp = self.prefix + row[0], fingerprint(row)
-                found[key] = (stamp, lambda key=key, row=row, stamp=stamp, name=experiment:
-                              self._load(key, row, stamp, name))
+                run, key = head[0], self.prefix + head[0]
+                found[key] = (self._stamps[run], lambda key=key, run=run, name=experiment:
+                              self._load(key, rows.get(run) or self._row(run), name))
         return Scan(found, everything)
 
-    def _read(self, connection: sqlite3.Connection) -> tuple[dict[str, str], list[tuple]]:
+    def _read(self, connection: sqlite3.Connection, quick: bool) -> tuple[dict[str, str], list[tuple], list[tuple]]:
         try:
             (version,) = connection.execute("SELECT version_num FROM alembic_version").fetchone() or (None,)
         except sqlite3.OperationalError as error:
@@ -142,15 +150,30 @@ class SqliteStore(TrackerSource):
             connection.execute("BEGIN")
             experiments = {str(e): name for e, name, stage in connection.execute(
                 "SELECT experiment_id, name, lifecycle_stage FROM experiments") if stage != "deleted"}
-            return experiments, connection.execute(RUNS).fetchall()
+            if not quick:
+                rows = connection.execute(RUNS + ACTIVE).fetchall()
+                return experiments, [row[:6] for row in rows], rows
+            heads = connection.execute(HEADS + ACTIVE).fetchall()
+            wanted = [head[0] for head in heads if self._heads.get(head[0]) != head]
+            rows = connection.execute(RUNS + ACTIVE + SOME, (orjson.dumps(wanted).decode(),)).fetchall() \
+                if wanted else []
+            return experiments, heads, rows
 
-    def _load(self, key: str, row: tuple, stamp, experiment: str):
+    def _row(self, run: str) -> tuple:
+        """One run's whole row (a quick sync builds a run it did not read: the pool lost its record)."""
+        connection = self._connect()
+        try:
+            return connection.execute(RUNS + ACTIVE + SOME, (orjson.dumps([run]).decode(),)).fetchone()
+        finally:
+            connection.close()
+
+    def _load(self, key: str, row: tuple, experiment: str):
         run_uuid, name, status, start, end, _, tags, params, metrics = row
         run = Run(id=run_uuid, name=name or None, status=status, start_ms=start, end_ms=end,
                   tags={k: v or "" for k, v in _pairs(tags)}, params=dict(_pairs(params)),
                   metrics={k: float(v) for k, v in _pairs(metrics)},
                   origin=f"{self.kind} {self.path} · experiment {experiment}")
-        return run_load(key, run, stamp)
+        return run_load(key, run, fingerprint(row))
 
     def close(self) -> None:
         if self._watch is not None:

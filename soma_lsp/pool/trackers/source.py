@@ -11,11 +11,12 @@ poll that finds nothing new, rebuilds no record. A store that cannot be read now
 from __future__ import annotations
 
 import hashlib
-import marshal
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from ..loader import FileLoad
 
@@ -92,7 +93,8 @@ def stat_of(path: str) -> tuple[int, int, int] | None:
 
 def fingerprint(*parts: Any) -> Stamp:
     """A stable stamp of a run's content (the same in every process, unlike `hash`)."""
-    digest = hashlib.blake2b(marshal.dumps(parts), digest_size=16).digest()  # (plain values: fast, stable)
+    # orjson, not marshal: marshal's bytes depend on how objects are shared (its back-references)
+    digest = hashlib.blake2b(orjson.dumps(parts, default=repr), digest_size=16).digest()
     return int.from_bytes(digest[:8], "little"), int.from_bytes(digest[8:], "little")
 
 
