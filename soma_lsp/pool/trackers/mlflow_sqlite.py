@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from typing import Any
 from urllib.parse import quote
 
 import orjson
@@ -101,7 +102,7 @@ class SqliteStore(TrackerSource):
         state = _settled(self._state()[0])
         if hint is None and state is not None and known.get(self.entry) == state:
             return {}
-        changes = super().sync({k: v for k, v in known.items() if k != self.entry}, hint)
+        changes = super().sync(known, hint)  # (the marker, never a run, is replaced right after)
         changes[self.entry] = FileLoad(self.entry, stamp=state) if hint is None else None
         return changes
 
@@ -123,20 +124,38 @@ class SqliteStore(TrackerSource):
         finally:
             connection.close()
         self._seen = state
-        stamps = {row[0]: fingerprint(row) for row in rows}
-        rows = {row[0]: row for row in rows}
-        self._stamps = {run: stamps.get(run) or self._stamps[run] for run in (h[0] for h in heads)}
+        if hint == "runs":
+            return self._delta(experiments, heads, rows)
         self._heads = {head[0]: head for head in heads}
+        self._stamps = {}
         found = {}
-        for head in heads:
-            experiment = experiments.get(str(head[5]))
+        for row in rows:
+            experiment = experiments.get(str(row[5]))
             if experiment is not None:  # (None: a run of a deleted experiment)
-                run, key = head[0], self.prefix + head[0]
-                found[key] = (self._stamps[run], lambda key=key, run=run, name=experiment:
-                              self._load(key, rows.get(run) or self._row(run), name))
+                key, stamp = self.prefix + row[0], fingerprint(row)
+                self._stamps[row[0]] = stamp
+                found[key] = (stamp, lambda key=key, row=row, name=experiment: self._load(key, row, name))
         return Scan(found, everything)
 
-    def _read(self, connection: sqlite3.Connection, quick: bool) -> tuple[dict[str, str], list[tuple], list[tuple]]:
+    def _delta(self, experiments: dict[str, str], heads: dict[str, tuple], rows: list[tuple]) -> Scan:
+        """A quick scan: only the runs whose `runs` columns changed (read whole), and the runs gone —
+        nothing per unchanged run, so it costs about one read of the `runs` table."""
+        gone = self._heads.keys() - heads.keys()
+        self._heads = heads
+        found = {}
+        for row in rows:
+            experiment = experiments.get(str(row[5]))
+            if experiment is None:
+                gone.add(row[0])
+                continue
+            key, stamp = self.prefix + row[0], fingerprint(row)
+            self._stamps[row[0]] = stamp
+            found[key] = (stamp, lambda key=key, row=row, name=experiment: self._load(key, row, name))
+        for run in gone:
+            self._stamps.pop(run, None)
+        return Scan(found, everything, frozenset(self.prefix + run for run in gone))
+
+    def _read(self, connection: sqlite3.Connection, quick: bool) -> tuple[dict[str, str], Any, list[tuple]]:
         try:
             (version,) = connection.execute("SELECT version_num FROM alembic_version").fetchone() or (None,)
         except sqlite3.OperationalError as error:
@@ -153,19 +172,12 @@ class SqliteStore(TrackerSource):
             if not quick:
                 rows = connection.execute(RUNS + ACTIVE).fetchall()
                 return experiments, [row[:6] for row in rows], rows
-            heads = connection.execute(HEADS + ACTIVE).fetchall()
-            wanted = [head[0] for head in heads if self._heads.get(head[0]) != head]
+            heads = {head[0]: head for head in connection.execute(HEADS + ACTIVE)}
+            last = self._heads
+            wanted = [run for run, head in heads.items() if last.get(run) != head]
             rows = connection.execute(RUNS + ACTIVE + SOME, (orjson.dumps(wanted).decode(),)).fetchall() \
                 if wanted else []
             return experiments, heads, rows
-
-    def _row(self, run: str) -> tuple:
-        """One run's whole row (a quick sync builds a run it did not read: the pool lost its record)."""
-        connection = self._connect()
-        try:
-            return connection.execute(RUNS + ACTIVE + SOME, (orjson.dumps([run]).decode(),)).fetchone()
-        finally:
-            connection.close()
 
     def _load(self, key: str, row: tuple, experiment: str):
         run_uuid, name, status, start, end, _, tags, params, metrics = row

@@ -34,6 +34,9 @@ class Scan:
 
     runs: dict[str, tuple[Stamp, Callable[[], FileLoad | None]]]
     covers: Callable[[str], bool]
+    #: when the reader knows exactly which keys are gone (a delta scan, whose `runs` hold only what
+    #: changed), those keys; then the pool's other keys are neither listed nor touched
+    gone: frozenset[str] | None = None
 
 
 class TrackerSource:
@@ -61,8 +64,10 @@ class TrackerSource:
         """The changes since `known` (key → the stamp the pool holds): new or changed runs' loads,
         None for runs gone. Raises `TrackerError`."""
         found = self.scan(hint)
-        changes: dict[str, FileLoad | None] = {key: None for key in known
-                                               if key not in found.runs and found.covers(key)}
+        if found.gone is not None:
+            changes: dict[str, FileLoad | None] = {key: None for key in found.gone if key in known}
+        else:
+            changes = {key: None for key in known if key not in found.runs and found.covers(key)}
         for key, (stamp, build) in found.runs.items():
             if known.get(key) != stamp or key not in known:
                 load = build()  # None: not a record after all (a run deleted since it was listed)
