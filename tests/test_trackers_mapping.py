@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import os
 import struct
+import subprocess
+import sys
 import zlib
 
 import numpy as np
@@ -86,3 +89,24 @@ def test_log_framing_refuses_what_it_cannot_follow():
         wandb_log.read(wandb_log.HEADER + chunk(9, record))
     torn = wandb_log.HEADER + chunk(1, record) + chunk(1, record)[:-2]  # a writer mid-record
     assert wandb_log.read(torn) == wandb_log.RunLog()
+
+
+def test_the_product_reads_trackers_without_importing_mlflow_or_wandb(tmp_path):
+    """A file store, a SQLite store, a W&B folder and a server URL loaded in a fresh process: neither
+    client is imported (both are heavy and write files on import)."""
+    store = tmp_path / "mlruns" / "1"
+    (store / "abc1234def" / "tags").mkdir(parents=True)
+    (store / "meta.yaml").write_text("experiment_id: '1'\nname: e\nlifecycle_stage: active\n")
+    (store / "abc1234def" / "meta.yaml").write_text("run_id: abc1234def\nrun_name: r\nstatus: 4\n"
+                                                    "lifecycle_stage: active\nstart_time: 1700000000000\n")
+    (store / "abc1234def" / "tags" / "soma.code").write_text("model.py::Block")
+    (tmp_path / "wandb" / "offline-run-20260101_000000-w1").mkdir(parents=True)
+    code = ("import sys\nfrom soma_lsp.pool import LivePool\n"
+            f"pool = LivePool([{str(tmp_path / 'mlruns')!r}, 'sqlite:///{tmp_path}/none.db', "
+            f"{str(tmp_path / 'wandb')!r}, 'http://127.0.0.1:9'])\npool.load()\n"
+            "assert pool.get('abc1234def').status.value == 'failed', pool.problems\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mlflow', 'wandb', 'google')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
