@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/rank.py
 	$(BIN)/python bench/pool.py
 	$(BIN)/python bench/lsp.py
+	$(BIN)/python bench/quality.py
 
 clean:
 	rm -rf $(VENV) editors/vscode/node_modules .cache

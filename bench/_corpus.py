@@ -281,7 +281,7 @@ def generate_queries(n_queries: int, n_terms: int, seed: int = 99, n_components:
 
 
 def iter_fields(record: Record) -> Iterator[tuple[str, int]]:
-    """The document fields of a record with their repetition (SPEC 2.2)."""
+    """The document fields of a record with their repetition (docs/spec.md §2.2)."""
     yield record.name, 3
     yield record.headline or "", 2
     yield record.notes or "", 1

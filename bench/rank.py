@@ -43,7 +43,7 @@ from bm25s.tokenization import Tokenized  # noqa: E402
 from _corpus import NOW, generate_queries, generate_records, iter_fields  # noqa: E402
 from soma_lsp.retrieval import LiveIndex, RetrievalQuery, tokenize  # noqa: E402
 
-# the tokenizer the index applies to documents (same bag as SPEC 2.1's `tokenize`; faster), when present
+# the tokenizer the index applies to documents (same bag as docs/spec.md §2.1's `tokenize`; faster), when present
 DOC_TOKENIZE = getattr(importlib.import_module("soma_lsp.retrieval.tokenize"), "document_terms", tokenize)
 LEXICAL_ONLY = {"lexical": 1.0, "structural": 0.0, "recency": 0.0, "importance": 0.0}
 K = 10

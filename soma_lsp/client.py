@@ -93,11 +93,12 @@ class SomaClient(LanguageClient):
             lsp.ExecuteCommandParams(command=name, arguments=[argument or {}])))
 
     async def wait_for_pool(self, polls: int = 600, interval: float = 0.1) -> dict[str, Any]:
-        """The pool status once the server has loaded the pool (or the last status seen)."""
+        """The pool status once the server has loaded the pool (or the last status seen). Before
+        `initialized` is handled the status names no pool; an empty or missing pool is loaded too."""
         status: dict[str, Any] = {}
         for _ in range(polls):
             status = await self.command("soma.poolStatus") or {}
-            if status.get("records") and not status.get("indexing"):
+            if (status.get("records") or status.get("pools")) and not status.get("indexing"):
                 break
             await asyncio.sleep(interval)
         return status

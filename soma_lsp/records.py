@@ -155,9 +155,11 @@ def _constructor(cls: type) -> type:
                           eq=False, repr=False, match_args=False, namespace={"__post_init__": become})
 
 
-_new_record = _constructor(Record)
-_new_metric = _constructor(Metric)
-_new_tie = _constructor(CodeTie)
+# Unchecked constructors from field values in declared order, for values already validated: by the
+# parsers below, and by `stored.RecordStore`, which rebuilds the records it kept.
+record_from_fields = _constructor(Record)
+metric_from_fields = _constructor(Metric)
+tie_from_fields = _constructor(CodeTie)
 
 
 def _is_mapping(value: Any) -> bool:
@@ -172,13 +174,13 @@ def _is_list(value: Any) -> bool:
 def parse_record(mapping: Any, *, source: Source | None = None) -> Record:
     """Validate one decoded record; raise `RecordError` on the first problem found."""
     if not _is_mapping(mapping):
-        raise RecordError("", f"a record must be an object, not {_kind(mapping)}")
+        raise RecordError("", f"a record must be an object, not {kind_of(mapping)}")
     get = mapping.get
     headline, details = _conclusion(get("conclusion"))
     id_, name = _required_text(get("id"), "id"), _required_text(get("name"), "name")
     raw_status = get("status")
     status = _status(raw_status)  # None: a status text that names none, loaded as unknown with a warning
-    return _new_record(  # the fields in their declared order
+    return record_from_fields(  # the fields in their declared order
         id_, name, status or Status.UNKNOWN,
         parse_timestamp(get("created_at"), "created_at"),
         parse_timestamp(get("finished_at"), "finished_at"),
@@ -218,17 +220,23 @@ def _extra(mapping: Mapping) -> dict[str, Any]:
     return {k: v for k, v in mapping.items() if k not in _KNOWN}
 
 
-def _kind(value: Any) -> str:
-    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list",
-             tuple: "a list", dict: "an object", type(None): "null"}
-    return names.get(type(value), type(value).__name__)
+#: How an error message names the kind of a JSON value ("expected a string, got a number"); every
+#: layer that reports a wrongly typed value (records, pool files, settings, command arguments) says it
+#: the same way, from here.
+KIND_NAMES = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list",
+              tuple: "a list", dict: "an object", type(None): "null"}
+
+
+def kind_of(value: Any) -> str:
+    """`a boolean`, `a number`, … — the kind of a JSON value, for error messages."""
+    return KIND_NAMES.get(type(value), type(value).__name__)
 
 
 def _required_text(value: Any, key: str) -> str:
     if value is None:
         raise RecordError(key, "is required")
     if type(value) is not str:
-        raise RecordError(key, f"expected a non-empty string, got {_kind(value)}")
+        raise RecordError(key, f"expected a non-empty string, got {kind_of(value)}")
     if not value.strip():
         raise RecordError(key, "must not be empty")
     return value
@@ -239,7 +247,7 @@ def _optional_text(value: Any, path: str) -> str | None:
     if value is None:
         return None
     if type(value) is not str:
-        raise RecordError(path, f"expected a string, got {_kind(value)}")
+        raise RecordError(path, f"expected a string, got {kind_of(value)}")
     return value if value.strip() else None
 
 
@@ -247,7 +255,7 @@ def _status(value: Any) -> Status | None:
     if value is None:
         return Status.UNKNOWN
     if not isinstance(value, str):
-        raise RecordError("status", f"expected a string, got {_kind(value)}")
+        raise RecordError("status", f"expected a string, got {kind_of(value)}")
     return STATUS_ALIASES.get(value.strip().lower())
 
 
@@ -265,7 +273,7 @@ def parse_timestamp(value: Any, path: str = "timestamp") -> datetime | None:
     elif isinstance(value, date):
         parsed = datetime(value.year, value.month, value.day)
     else:
-        raise RecordError(path, f"expected an RFC 3339 timestamp string, got {_kind(value)}")
+        raise RecordError(path, f"expected an RFC 3339 timestamp string, got {kind_of(value)}")
     return parsed.replace(tzinfo=timezone.utc) if parsed.tzinfo is None else parsed
 
 
@@ -275,7 +283,7 @@ def _conclusion(value: Any) -> tuple[str | None, str | None]:
     if type(value) is str:
         return _optional_text(value, "conclusion"), None
     if not _is_mapping(value):
-        raise RecordError("conclusion", f"expected a string or {{headline, details}}, got {_kind(value)}")
+        raise RecordError("conclusion", f"expected a string or {{headline, details}}, got {kind_of(value)}")
     return (_optional_text(value.get("headline"), "conclusion.headline"),
             _optional_text(value.get("details"), "conclusion.details"))
 
@@ -288,7 +296,7 @@ def number(value: Any, path: str, *, non_finite: bool = False) -> float:
     if kind is int:
         return _int_float(value, path)
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise RecordError(path, f"expected a number, got {_kind(value)}")
+        raise RecordError(path, f"expected a number, got {kind_of(value)}")
     if isinstance(value, str):
         special = _NON_FINITE.get(value.strip().lower()) if non_finite else None
         if special is None:
@@ -318,7 +326,7 @@ def parse_architecture(value: Any) -> tuple[tuple[str, float], ...]:
     if _is_mapping(value):  # the common case, a string name and an integer count, shared (not True: == 1)
         return tuple([(_PAIRS.get((name, count)) or _pair(name, count)) if type(count) is int and type(name) is str
                       else _component(name, count) for name, count in value.items()])
-    raise RecordError("architecture", f"expected a list of strings or a map name → count, got {_kind(value)}")
+    raise RecordError("architecture", f"expected a list of strings or a map name → count, got {kind_of(value)}")
 
 
 def _pair(name: str, count: int) -> tuple[str, float]:
@@ -337,7 +345,7 @@ _PAIRS_MAX = 16384  # distinct pairs remembered; beyond that the memo starts ove
 
 def _component(name: Any, count: Any) -> tuple[str, float]:
     if not isinstance(name, str):
-        raise RecordError("architecture", f"component names must be strings, got {_kind(name)}")
+        raise RecordError("architecture", f"component names must be strings, got {kind_of(name)}")
     return name, number(count, f"architecture.{name}")
 
 
@@ -346,7 +354,7 @@ def _check_strings(items: list | tuple, path: str) -> None:
     if not _STR_ONLY.issuperset(map(type, items)):
         for i, item in enumerate(items):
             if type(item) is not str:
-                raise RecordError(f"{path}[{i}]", f"expected a string, got {_kind(item)}")
+                raise RecordError(f"{path}[{i}]", f"expected a string, got {kind_of(item)}")
 
 
 def _metric(body: Any, name: Any, where: str | int) -> Metric:
@@ -354,7 +362,7 @@ def _metric(body: Any, name: Any, where: str | int) -> Metric:
     if not isinstance(name, str) or not name.strip():
         raise RecordError(f"{_metric_path(where)}.name", "expected a non-empty string")
     if not _is_mapping(body):
-        return _new_metric(name, number(body, _metric_path(where), non_finite=True), None, None)
+        return metric_from_fields(name, number(body, _metric_path(where), non_finite=True), None, None)
     value, goal, baseline = body.get("value"), body.get("goal"), body.get("baseline")
     if value is None:
         raise RecordError(f"{_metric_path(where)}.value", "is required")
@@ -364,8 +372,8 @@ def _metric(body: Any, name: Any, where: str | int) -> Metric:
             raise RecordError(f"{_metric_path(where)}.goal",
                               f"expected min or max (or minimize/lower, maximize/higher), got {goal!r}")
         goal = canonical
-    return _new_metric(name, _metric_number(value, where, "value"),
-                       None if baseline is None else _metric_number(baseline, where, "baseline"), goal)
+    return metric_from_fields(name, _metric_number(value, where, "value"),
+                              None if baseline is None else _metric_number(baseline, where, "baseline"), goal)
 
 
 def _metric_number(value: Any, where: str | int, key: str) -> float:
@@ -391,11 +399,11 @@ def _metrics(value: Any) -> tuple[Metric, ...]:
                       for i, item in enumerate(value)])
     if _is_mapping(value):
         return tuple([_metric(body, name, f"metrics.{name}") for name, body in value.items()])
-    raise RecordError("metrics", f"expected a list or a map of metrics, got {_kind(value)}")
+    raise RecordError("metrics", f"expected a list or a map of metrics, got {kind_of(value)}")
 
 
 def _not_a_metric(item: Any, i: int) -> Metric:
-    raise RecordError(f"metrics[{i}]", f"expected an object {{name, value, baseline?, goal?}}, got {_kind(item)}")
+    raise RecordError(f"metrics[{i}]", f"expected an object {{name, value, baseline?, goal?}}, got {kind_of(item)}")
 
 
 def code_path(raw: Any, path: str) -> str:
@@ -423,7 +431,7 @@ def _code(value: Any) -> tuple[CodeTie, ...]:
         return ()
     if not _is_list(value):
         if type(value) is not str and not _is_mapping(value):
-            raise RecordError("code", f"expected a list of code references, got {_kind(value)}")
+            raise RecordError("code", f"expected a list of code references, got {kind_of(value)}")
         value = [value]
     return tuple([_text_tie(item, i) if type(item) is str else _mapped_tie(item, i) for i, item in enumerate(value)])
 
@@ -434,7 +442,7 @@ def _text_tie(text: str, i: int) -> CodeTie:
     tie = _TEXT_TIES.get(text)
     if tie is None:
         path, _, symbol = text.partition("::")
-        tie = _new_tie(code_path(path, f"code[{i}]"), symbol.strip() or None)
+        tie = tie_from_fields(code_path(path, f"code[{i}]"), symbol.strip() or None)
         if len(_TEXT_TIES) >= _TEXT_TIES_MAX:
             _TEXT_TIES.clear()
         _TEXT_TIES[text] = tie
@@ -449,11 +457,11 @@ def _mapped_tie(item: Any, i: int) -> CodeTie:
     """`{path, symbol?}`; anything else is an error."""
     where = f"code[{i}]"
     if not _is_mapping(item):
-        raise RecordError(where, f"expected \"path\", \"path::Symbol\" or {{path, symbol}}, got {_kind(item)}")
+        raise RecordError(where, f"expected \"path\", \"path::Symbol\" or {{path, symbol}}, got {kind_of(item)}")
     symbol = item.get("symbol")
     if symbol is not None and not isinstance(symbol, str):
-        raise RecordError(f"{where}.symbol", f"expected a string, got {_kind(symbol)}")
-    return _new_tie(code_path(item.get("path"), f"{where}.path"), (symbol or "").strip() or None)
+        raise RecordError(f"{where}.symbol", f"expected a string, got {kind_of(symbol)}")
+    return tie_from_fields(code_path(item.get("path"), f"{where}.path"), (symbol or "").strip() or None)
 
 
 def _commit(value: Any) -> str | None:
@@ -469,7 +477,7 @@ def _tags(value: Any) -> tuple[str, ...]:
     if value is None:
         return ()
     if not _is_list(value):
-        raise RecordError("tags", f"expected a list of strings, got {_kind(value)}")
+        raise RecordError("tags", f"expected a list of strings, got {kind_of(value)}")
     _check_strings(value, "tags")
     return tuple(value)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .records import Record, Source, Status, _new_metric, _new_record, _new_tie
+from .records import Record, Source, Status, metric_from_fields, record_from_fields, tie_from_fields
 
 _STATUS = {status.value: status for status in Status}
 _ZONES: dict[float, timezone] = {}
@@ -85,10 +85,10 @@ class RecordStore:
         (id_, name, status, created, finished, headline, details, notes, architecture, metrics, code, commit,
          tags, url, importance, extra, line, warnings, repo, origin) = marshal.loads(
             self._blob[self._offsets[i]:self._offsets[i + 1]])
-        return _new_record(id_, name, _STATUS[status], _datetime(created), _datetime(finished), headline, details,
-                           notes, architecture, tuple(_new_metric(*m) for m in metrics),
-                           tuple(_new_tie(*t) for t in code), commit, tags, url, importance, extra,
-                           Source(self._paths[bisect_right(self._starts, i) - 1], line), warnings, repo, origin)
+        return record_from_fields(id_, name, _STATUS[status], _datetime(created), _datetime(finished), headline,
+                                  details, notes, architecture, tuple(metric_from_fields(*m) for m in metrics),
+                                  tuple(tie_from_fields(*t) for t in code), commit, tags, url, importance, extra,
+                                  Source(self._paths[bisect_right(self._starts, i) - 1], line), warnings, repo, origin)
 
 
 class RecordList:

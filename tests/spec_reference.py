@@ -1,4 +1,4 @@
-"""A brute-force, loop-per-record reading of SPEC 2, written from the spec text alone.
+"""A brute-force, loop-per-record reading of docs/spec.md §2, written from the spec text alone.
 
 It shares nothing with `soma_lsp.retrieval` but the record type, so the vectorised index can be
 checked against it on generated pools.

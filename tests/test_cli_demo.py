@@ -1,20 +1,107 @@
-"""`soma-lsp demo`, the README's main job: a real LSP session against the bundled fixtures."""
+"""`soma-lsp demo`, the README's main job: a real LSP session against the bundled workspace or a
+project of one's own; and every command ending quietly when the reader of its output goes away."""
 
+import json
+import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "fixtures" / "workspace"
+
+
+def demo(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "SOMA_POOL"}
+    return subprocess.run([sys.executable, "-m", "soma_lsp", "demo", *args], capture_output=True, text=True,
+                          timeout=300, stdin=subprocess.DEVNULL, cwd=cwd, env=env)
+
+
+def section(out: str, title: str) -> str:
+    return out.split(f"━━ {title}", 1)[1].split("\n━━ ", 1)[0]
 
 
 def test_demo_shows_warnings_lenses_hover_related_and_bad_records():
-    done = subprocess.run([sys.executable, "-m", "soma_lsp", "demo"], capture_output=True, text=True,
-                          timeout=300, stdin=subprocess.DEVNULL)
+    done = demo()
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert "pool: 74 experiments in 19 files, 6 bad records" in out
-    warnings = out.split("Dead-end warnings in model/transformer.py")[1].split("━━ Code lenses")[0]
-    assert "[exp-0042] Dead end: rope-theta-500k" in warnings
-    assert "related experiments · " in out.split("Code lenses in model/transformer.py")[1]
-    hover = out.split("Hover on `class RotaryEmbedding`")[1].split("━━ Find related")[0]
-    assert "rope-theta-500k · exp-0042 · failed · dead end" in hover and "lexical" in hover
-    assert "tied" in out.split("Find related experiments")[1]
-    assert "[exp-0131] Dead end: bf16-grad-accum-overflow" in out
-    assert "line 2: name: is required" in out
+    assert f"pool: 74 experiments in 19 files, 6 bad records — {FIXTURE}/.soma/pool" in out
+    warnings = section(out, "Dead-end warnings")
+    assert "model/transformer.py:55: [exp-0042] Dead end: rope-theta-500k" in warnings
+    assert "train.py:1: [exp-0131] Dead end: bf16-grad-accum-overflow" in warnings
+    # the file with the most warnings, and in it the definition with the most (fixtures/README.md)
+    assert "related experiments · " in section(out, "Code lenses in model/transformer.py")
+    hover = section(out, "Hover at model/transformer.py:196 `def forward(self, tokens")
+    assert "label-smoothing-0.1 · exp-0170 · regressed · dead end" in hover and "lexical" in hover
+    assert "tied" in section(out, "Find related experiments at model/transformer.py:196")
+    assert "line 2: name: is required" in section(out, "Bad records in .soma/pool/broken/mixed.jsonl")
+    assert "unknown status 'exploded'" in section(out, "Bad records in .soma/pool/broken/unknown-status.json")
+
+
+def _project(root: Path) -> Path:
+    """A small project of one's own: one module, a pool with a dead end tied to it and a bad record."""
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "optim.py").write_text(
+        "def build_scheduler(warmup_steps: int):\n    return cosine_warmup(warmup_steps)\n\n\n"
+        "def clip_gradients(model, max_norm: float = 1.0):\n    return model\n")
+    (root / ".venv" / "lib").mkdir(parents=True)  # a virtualenv in the project is not its code
+    (root / ".venv" / "lib" / "noise.py").write_text("def build_scheduler():\n    pass\n")
+    pool = root / ".soma" / "pool"
+    pool.mkdir(parents=True)
+    (pool / "runs.jsonl").write_text("\n".join(json.dumps(r) for r in [
+        {"id": "run-1", "name": "no-warmup", "status": "failed", "conclusion": "without warmup the loss diverges",
+         "code": ["src/optim.py::build_scheduler"], "finished_at": "2026-11-01T00:00:00Z"},
+        {"id": "run-2", "name": "clip-0.5", "status": "succeeded", "conclusion": "clip gradients at 0.5: stable",
+         "code": ["src/optim.py::clip_gradients"], "finished_at": "2026-11-02T00:00:00Z"},
+        {"id": "run-3", "status": "failed"},
+    ]) + "\n")
+    return root
+
+
+def test_demo_on_a_project_of_ones_own(tmp_path):
+    project = _project(tmp_path / "mine")
+    done = demo("--workspace", str(project), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert f"workspace: {project}" in out and "pool: 2 experiments in 1 files, 1 bad records" in out
+    assert "src/optim.py:1: [run-1] Dead end: no-warmup" in section(out, "Dead-end warnings")
+    assert ".venv" not in out
+    assert "no-warmup · run-1 · failed · dead end" in section(out, "Hover at src/optim.py:1")
+    assert "run-1" in section(out, "Find related experiments at src/optim.py:1")
+    assert "line 3: name: is required" in section(out, "Bad records in .soma/pool/runs.jsonl")
+
+
+def test_demo_without_a_pool_says_where_it_looked(tmp_path):
+    (tmp_path / "a.py").write_text("def f():\n    return 1\n")
+    done = demo("--workspace", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert f"pool: 0 experiments in 0 files, 0 bad records — {tmp_path}/.soma/pool" in done.stdout
+    assert "no experiments: put records in .soma/pool, or set $SOMA_POOL" in done.stdout
+
+
+def test_demo_on_a_workspace_that_is_not_a_directory(tmp_path):
+    done = demo("--workspace", str(tmp_path / "missing"))
+    assert done.returncode == 2
+    assert f"{tmp_path / 'missing'} is not a directory" in done.stderr and not done.stdout
+
+
+@pytest.mark.parametrize("command", [
+    ["demo"],
+    ["query", "rope theta", "--limit", "0"],
+    ["check"],
+    ["explain", "model/transformer.py"],
+    ["arch", "model/transformer.py"],
+    ["--help"],
+])
+def test_a_closed_pipe_ends_every_command_quietly(command):
+    """`soma-lsp … | head -1`: the reader is gone before the command writes (its end of the pipe is
+    closed at once), so every write fails — and nothing but the command's own answer may say so."""
+    env = {k: v for k, v in os.environ.items() if k != "SOMA_POOL"}
+    proc = subprocess.Popen(["soma-lsp", *command], cwd=FIXTURE, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) in (0, 1)
+    assert "Traceback" not in stderr and "Error" not in stderr, stderr

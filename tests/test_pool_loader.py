@@ -1,4 +1,4 @@
-"""Bad input never loses valid records (SPEC 1.4): one test per case of issue 3, on real files."""
+"""Bad input never loses valid records (docs/spec.md §1.4): one test per case of issue 3, on real files."""
 
 from __future__ import annotations
 

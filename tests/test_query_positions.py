@@ -1,8 +1,10 @@
 """UTF-16 positions (LSP) ↔ code points ↔ tree-sitter bytes."""
 
+import pytest
 from hypothesis import given, strategies as st
 
-from soma_lsp.query import LineIndex, index_to_position, position_to_index, utf16_len, utf16_to_index
+from soma_lsp.query import (LineIndex, index_to_position, position_to_index, split_lines, utf16_len,
+                            utf16_to_index)
 from soma_lsp.query.positions import index_to_utf16
 
 
@@ -36,13 +38,25 @@ def test_line_index_positions():
     assert index_to_position(src, src.index("ast")) == (3, 1)
 
 
-def test_byte_offsets_map_to_code_points():
-    src = "é = 1\nñ😀 = 2\n"
+@pytest.mark.parametrize("src", ["é = 1\nñ😀 = 2\n", "é = 1\r\nñ😀 = 2\r\rx\r\n"])
+def test_byte_offsets_map_to_code_points(src):
     idx = LineIndex(src)
     b = src.encode("utf-8")
     for i in range(len(src) + 1):
         assert idx.byte_offset(len(src[:i].encode("utf-8"))) == i
     assert idx.byte_offset(len(b)) == len(src)
+
+
+def test_lines_are_lsp_lines():
+    """CR LF, CR and LF end a line — and nothing else (a form feed or U+2028 is text)."""
+    src = "a\r\nb\rc\nd\x0ce\u2028f"
+    assert split_lines(src) == ["a", "b", "c", "d\x0ce\u2028f"]
+    idx = LineIndex(src)
+    assert idx.lines == split_lines(src)
+    assert idx.offset((1, 0)) == src.index("b") and idx.offset((2, 0)) == src.index("c")
+    assert idx.offset((0, 5)) == src.index("\r")  # clamped to the end of the line, before its break
+    assert idx.position(src.index("\n")) == (0, 1)  # inside a CR LF: the end of its line
+    assert idx.position(src.index("d")) == (3, 0)
 
 
 @given(st.text(), st.integers(-3, 50), st.integers(-3, 80))

@@ -1,4 +1,4 @@
-"""Scopes (SPEC 3), definitions and qualnames, text extraction and noise."""
+"""Scopes (docs/spec.md §3), definitions and qualnames, text extraction and noise."""
 
 import textwrap
 
@@ -271,3 +271,27 @@ def test_attribute_names_are_not_builtins():
     words = build_query(src, "train.py", scope="file").text.split()
     assert "compile" in words and "float" in words and "sum" in words
     assert "len" not in words
+
+
+def test_the_query_is_finished_by_the_builder():
+    """`ask` is the scope's text with the hovered word in front when its terms are missing — built
+    once here, so nothing above re-tokenises; `retrieval_query` carries it (or a given text) and the
+    scope's component bag to the core."""
+    from datetime import datetime, timezone
+
+    from soma_lsp.query import retrieval_query
+    from soma_lsp.retrieval import DEFAULT_WEIGHTS
+
+    src = 'def schedule(step):\n    kind = "cosine"\n    return kind\n'
+    on_string = build_query(src, "a.py", position=(1, 13), scope="hover")  # string literals are not text
+    assert (on_string.word, on_string.text) == ("cosine", "schedule step kind")
+    assert on_string.ask == "cosine schedule step kind"
+    on_name = build_query(src, "a.py", position=(2, 12), scope="hover")
+    assert on_name.word == "kind" and on_name.ask == on_name.text  # already there: nothing added
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    query = retrieval_query(on_string, now, half_life_days=30.0, weights=DEFAULT_WEIGHTS, limit=5)
+    assert (query.text, query.now, query.limit, query.half_life_days) == (on_string.ask, now, 5, 30.0)
+    given = retrieval_query(on_string, now, half_life_days=30.0, weights=DEFAULT_WEIGHTS, limit=None,
+                            text="attention sinks")
+    assert given.text == "attention sinks"
+    assert retrieval_query(None, now, half_life_days=30.0, weights=DEFAULT_WEIGHTS, limit=None).text == ""

@@ -1,4 +1,4 @@
-"""SPEC 2, term by term on hand-computed cases, then the whole ranking against the spec reference."""
+"""docs/spec.md §2, term by term on hand-computed cases, then the whole ranking against the spec reference."""
 
 import math
 import random
@@ -9,7 +9,7 @@ import pytest
 from soma_lsp.records import parse_record
 from soma_lsp.retrieval import (
     DEAD_END_IMPORTANCE_FLOOR, DEFAULT_WEIGHTS, LiveIndex, RetrievalQuery, canonical_component,
-    component_bag, embedding_text, importance, is_dead_end, rank, recency,
+    component_bag, dead_end_reason, embedding_text, importance, is_dead_end, rank, recency,
 )
 
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
@@ -157,6 +157,19 @@ def test_dead_end_by_metrics():
     # metrics without baseline or goal are not judged
     assert not is_dead_end(rec(metrics=[{"name": "loss", "value": 3.0, "goal": "min"}]))
     assert is_dead_end(rec(metrics=wrong + [{"name": "x", "value": 1.0}]))
+
+
+def test_a_dead_end_says_which_rule_made_it_one():
+    assert dead_end_reason(rec(status="crashed")) == "status crashed"
+    wrong = [{"name": "val_loss", "value": 3.1, "baseline": 2.9, "goal": "min"},
+             {"name": "tokens_per_s", "value": 91234.5, "baseline": 120000, "goal": "max"},
+             {"name": "unjudged", "value": 1.0}]
+    assert dead_end_reason(rec(status="succeeded", metrics=wrong)) == (
+        "every metric moved the wrong way: val_loss 3.10 vs 2.90 (min), tokens_per_s 91234.5 vs 120000 (max)")
+    assert dead_end_reason(rec(metrics=[{"name": "loss", "value": "nan", "baseline": 2.0, "goal": "min"}])) == (
+        "every metric moved the wrong way: loss nan vs 2.00 (min)")
+    assert dead_end_reason(rec(status="succeeded", metrics=wrong[:1] + [
+        {"name": "acc", "value": 0.8, "baseline": 0.7, "goal": "max"}])) is None
 
 
 def test_importance_by_hand():

@@ -1,4 +1,4 @@
-"""Hypothesis: the index against the spec reference on random pools, and SPEC 2's invariants."""
+"""Hypothesis: the index against the spec reference on random pools, and docs/spec.md §2's invariants."""
 
 import math
 from datetime import datetime, timedelta, timezone
@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import spec_reference as ref
 from soma_lsp.retrieval import index as index_module
+from soma_lsp.retrieval.index import approximate, tuning
 from soma_lsp.records import parse_record
 from soma_lsp.retrieval import LiveIndex, RetrievalQuery, rank, tokenize
 
@@ -169,7 +170,7 @@ def test_a_cut_ranking_is_the_full_ranking_cut(records, q, limit, relevant_only,
     full = index.rank(_query(q), relevant_only=relevant_only, min_score=min_score)
     _same(index.rank(_query(q, limit=limit), relevant_only=relevant_only, min_score=min_score), full[:limit])
     _same(index.score(_query(q), [r.record.id for r in full]), full)
-    with mock.patch.object(index_module, "FEW_SLOTS", 0):  # exact bm25 scattered, not looked up
+    with mock.patch.object(tuning, "FEW_SLOTS", 0):  # exact bm25 scattered, not looked up
         _same(index.rank(_query(q), relevant_only=relevant_only, min_score=min_score), full)
 
 
@@ -177,7 +178,7 @@ def test_a_cut_ranking_is_the_full_ranking_cut(records, q, limit, relevant_only,
 @given(st.lists(st.one_of(st.floats(0, 1), st.sampled_from([0.25, 0.5, -np.inf])), min_size=1, max_size=300),
        st.integers(1, 12), st.sampled_from([0.0, 1e-6, 0.05]), st.integers(1, 16))
 def test_top_within_keeps_exactly_what_is_within_the_margin(values, limit, margin, blocks):
-    from soma_lsp.retrieval.index import _top_within
+    from soma_lsp.retrieval.index.approximate import _top_within
 
     score = np.array(values)
     finite = np.sort(score[score > -np.inf])
@@ -214,9 +215,9 @@ def test_the_margin_keeps_a_near_tie_exact():
     full = index.rank(RetrievalQuery(text="rope theta norm", limit=None))
     assert [r.record.id for r in full] == ["r0", "r1"] and 0 < full[0].score - full[1].score < 1e-7
     assert [r.record.id for r in index.rank(RetrievalQuery(text="rope theta norm", limit=1))] == ["r0"]
-    top_within = index_module._top_within
+    top_within = approximate._top_within
     no_margin = lambda score, limit, margin, blocks=1024: top_within(score, limit, 0.0, blocks)  # noqa: E731
-    with mock.patch.object(index_module, "_top_within", no_margin):
+    with mock.patch.object(approximate, "_top_within", no_margin):
         assert [r.record.id for r in index.rank(RetrievalQuery(text="rope theta norm", limit=1))] == ["r1"]
 
 
@@ -232,7 +233,7 @@ def test_counts_at_finds_every_posting_and_nothing_else(postings, keys, slots, s
     key_of, slot_of, tf_of = (np.array(column) for column in zip(*triples))
     segment = index_module._Segment.build(key_of, slot_of, tf_of.astype(np.float64), max(postings) + 1)
     wanted = np.array(sorted(slots))
-    with mock.patch.object(index_module, "SAMPLE_STRIDE", stride):
+    with mock.patch.object(tuning, "SAMPLE_STRIDE", stride):
         got = segment.counts_at(np.array(keys), wanted)
     assert got.tolist() == [[postings.get(k, {}).get(s, 0) for s in wanted.tolist()] for k in keys]
 

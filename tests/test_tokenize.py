@@ -70,7 +70,7 @@ field_text = st.one_of(st.text(), st.text(alphabet="aAbBzZ09_- .xX\x01é"), st.s
 @given(st.lists(st.lists(st.tuples(field_text, field_text, field_text, field_text), max_size=6), max_size=3),
        st.sampled_from([1, 2, 256]))
 def test_batch_document_counts_are_the_weighted_bag(batches, chunk):
-    """DocumentCounter (chunks of documents in C and numpy) gives each document exactly SPEC 2.2's bag:
+    """DocumentCounter (chunks of documents in C and numpy) gives each document exactly docs/spec.md §2.2's bag:
     tokenize(name) ×3 + tokenize(headline) ×2 + tokenize(notes) + tokenize(details), batch after batch,
     as CSR postings whose rows ascend per term."""
     vocabulary: dict[str, int] = {}

@@ -19,7 +19,8 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "check", help="validate the experiment pool and report bad records",
         description="Load the experiment pool and print every problem as path:line: field: problem, then a "
-                    "summary. Exit status 1 if any record or file has an error.")
+                    "summary. Exit status 1 if any record or file has an error. The record format: "
+                    "docs/spec.md §1.2; what counts as a bad record: §1.4.")
     common.add_pool_argument(parser)
     parser.add_argument("--quiet", "-q", action="store_true", help="print only the summary")
     parser.set_defaults(run=run)

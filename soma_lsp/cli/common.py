@@ -14,7 +14,8 @@ from ..retrieval import LiveIndex
 
 def add_pool_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pool", action="append", metavar="DIR",
-                        help="a pool directory (repeatable); default: $SOMA_POOL, else ./.soma/pool")
+                        help="a pool directory (repeatable); default: $SOMA_POOL, else ./.soma/pool "
+                             "(docs/spec.md §1.1)")
 
 
 def add_snapshot_argument(parser: argparse.ArgumentParser) -> None:

@@ -1,44 +1,64 @@
-"""`soma-lsp demo`: a real LSP session against the bundled fixtures, printed for a human.
+"""`soma-lsp demo`: a real LSP session against a workspace, printed for a human.
 
 The demo is an LSP *client*: it starts `soma-lsp` as a subprocess, speaks JSON-RPC to it over stdio
 exactly as an editor would, and prints what an editor would show — dead-end warnings, code lenses, a
-hover, "find related experiments" and the diagnostics of a pool file with bad records.
+hover, "find related experiments" and the diagnostics of pool files with bad records. It chooses what
+to show from what the server answers, so it works on any workspace: by default the bundled one
+(fixtures/workspace, which the wheel carries as package data), or a project of one's own.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import re
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..query.languages import CONFIG_LANGUAGES, language_for_path
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "workspace"
 TIMEOUT = 120.0
 WIDTH = 100
+MAX_FILES = 200  # source files and pool files opened at most, each (a bound on a large project's demo)
+MAX_LINES = 30  # warnings and lenses listed at most, each
+SKIPPED_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages", "build", "dist"})
+POOL_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml")
+
+
+def bundled_workspace() -> Path:
+    """The demo's own workspace. setup.py maps fixtures/workspace into the wheel as the package data
+    `soma_lsp/demo_workspace`; a source checkout (or an editable install) has fixtures/workspace."""
+    package = Path(__file__).resolve().parents[1]
+    installed = package / "demo_workspace"
+    return installed if installed.is_dir() else package.parent / "fixtures" / "workspace"
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("demo", help="run a real LSP session against the bundled fixtures")
-    parser.add_argument("--workspace", type=Path, default=FIXTURES,
-                        help="the workspace to open (default: the bundled fixtures/workspace)")
+    parser = subparsers.add_parser(
+        "demo", help="run a real LSP session and print what an editor would show (docs/spec.md §6.6)",
+        description="Start the server, open a workspace as an editor would, and print the dead-end "
+                    "warnings, code lenses, a hover, find-related and the pool's bad records it answers.")
+    parser.add_argument("--workspace", type=Path, default=None, metavar="DIR",
+                        help="the workspace to open: a project with a pool in .soma/pool (or $SOMA_POOL) "
+                             "(default: the bundled example workspace)")
     parser.add_argument("--server", nargs="+", default=[sys.executable, "-m", "soma_lsp"],
                         metavar="ARG", help="the server command (default: this Python's soma_lsp)")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    workspace = args.workspace.resolve()
-    if not (workspace / "model" / "transformer.py").is_file():
-        print(f"soma-lsp demo: {workspace} is not the fixture workspace "
-              "(expected model/transformer.py); pass --workspace", file=sys.stderr)
+    workspace = (args.workspace or bundled_workspace()).resolve()
+    if not workspace.is_dir():
+        print(f"soma-lsp demo: {workspace} is not a directory (pass --workspace DIR)", file=sys.stderr)
         return 2
     try:
         return asyncio.run(asyncio.wait_for(_session(workspace, args.server), TIMEOUT))
+    except BrokenPipeError:
+        raise  # the reader of our output went away (`| head`): `cli.entry` ends quietly
     except (TimeoutError, ConnectionError, OSError) as error:
         print(f"soma-lsp demo: the session failed: {error!r}", file=sys.stderr)
         return 1
@@ -70,17 +90,33 @@ def _result_rows(results: Sequence[dict[str, Any]]) -> str:
     return "\n".join(rows) or "(nothing related)"
 
 
-def _print_diagnostics(client, uri: str, *, codes: bool = True) -> None:
-    diagnostics = client.diagnostics.get(uri, [])
-    for d in diagnostics:
-        code = f"[{d.code}] " if codes and d.code else ""
-        print(f"   line {d.range.start.line + 1}: {code}{d.message}")
-    if not diagnostics:
+def _capped(lines: list[str]) -> None:
+    for line in lines[:MAX_LINES]:
+        print(line)
+    if len(lines) > MAX_LINES:
+        print(f"   … and {len(lines) - MAX_LINES} more")
+    if not lines:
         print("   (none)")
 
 
+def _files(root: Path, wanted: Callable[[Path], bool]) -> Iterator[Path]:
+    """The files below `root` that `wanted(path)` accepts, in path order, hidden and build
+    directories left out (a virtualenv in the project is not the project's code)."""
+    for directory, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS)
+        for name in sorted(names):
+            path = Path(directory, name)
+            if wanted(path):
+                yield path
+
+
+def _is_code(path: Path) -> bool:
+    language = language_for_path(path.name)
+    return language != "text" and language not in CONFIG_LANGUAGES
+
+
 async def _session(workspace: Path, server: Sequence[str]) -> int:
-    from ..client import find, start  # pygls and lsprotocol load slowly: only for the demo
+    from ..client import start  # pygls and lsprotocol load slowly: only for the demo
 
     client = await start(server, workspace)
     try:
@@ -89,39 +125,57 @@ async def _session(workspace: Path, server: Sequence[str]) -> int:
         print(f"   server: {info.name} {info.version}" if info else "   server: (no serverInfo)")
         print(f"   workspace: {workspace}")
         status = await client.wait_for_pool()
+        pools = [Path(p) for p in status.get("pools", [])]
         print(f"   pool: {status.get('records', 0)} experiments in {status.get('files', 0)} files, "
-              f"{status.get('errors', 0)} bad records — {', '.join(map(str, status.get('pools', [])))}")
+              f"{status.get('errors', 0)} bad records — {', '.join(map(str, pools)) or '(none)'}")
+        if not status.get("records"):
+            print("   (no experiments: put records in .soma/pool, or set $SOMA_POOL — docs/spec.md §1.1)")
 
-        model = workspace / "model" / "transformer.py"
-        uri = await client.open(model, "python")
-        _section("Dead-end warnings in model/transformer.py")
-        _print_diagnostics(client, uri)
+        warnings: dict[Path, list] = {}
+        for path in list(_files(workspace, _is_code))[:MAX_FILES]:
+            uri = await client.open(path, language_for_path(path.name))
+            warnings[path] = client.diagnostics.get(uri, [])
+        _section("Dead-end warnings")
+        _capped([f"   {path.relative_to(workspace)}:{d.range.start.line + 1}: [{d.code}] {d.message}"
+                 for path, found in warnings.items() for d in found])
 
-        _section("Code lenses in model/transformer.py")
-        lines = model.read_text().splitlines()
-        for lens in await client.lenses(uri):
-            title = lens.command.title if lens.command else "?"
-            print(f"   line {lens.range.start.line + 1:>3}  {lines[lens.range.start.line].strip()[:48]:48}  ⟶ {title}")
+        if warnings:
+            # the file with the most warnings; in it, the definition with the most (the first of them)
+            focus = max(warnings, key=lambda p: len(warnings[p]))
+            await _show_file(client, workspace, focus, warnings[focus])
 
-        _section("Hover on `class RotaryEmbedding`")
-        hover = await client.hover(uri, *find(model, "class RotaryEmbedding", len("class R")))
-        print(_indent(_plain_markdown(hover.contents.value)) if hover else "   (nothing to show)")
-
-        line, _ = find(model, "class Attention")
-        _section("Find related experiments — inside class Attention")
-        related = await client.command("soma.findRelatedExperiments",
-                                       {"uri": uri, "position": {"line": line + 1, "character": 4}, "limit": 6})
-        print(_indent(_result_rows(related or [])))
-
-        train_uri = await client.open(workspace / "train.py", "python")
-        _section("Dead-end warnings in train.py")
-        _print_diagnostics(client, train_uri)
-
-        for broken in sorted((workspace / ".soma" / "pool" / "broken").glob("*.jsonl")):
-            broken_uri = await client.open(broken, "jsonl")
-            _section(f"Bad records in {broken.relative_to(workspace)}")
-            _print_diagnostics(client, broken_uri, codes=False)
+        for path in [p for root in pools for p in _files(root, lambda p: p.suffix in POOL_SUFFIXES)][:MAX_FILES]:
+            uri = await client.open(path, "jsonl" if path.suffix == ".jsonl" else language_for_path(path.name))
+            if client.diagnostics.get(uri):
+                _section(f"Bad records in {path.relative_to(workspace) if path.is_relative_to(workspace) else path}")
+                _capped([f"   line {d.range.start.line + 1}: {d.message}" for d in client.diagnostics[uri]])
     finally:
         await client.close()
     _section("Done: every line above came from the server over LSP")
     return 0
+
+
+async def _show_file(client, workspace: Path, path: Path, warnings: list) -> None:
+    """Lenses of `path`, then the hover and find-related on its most warned-about definition (its
+    first lens when it has no warning)."""
+    uri = path.as_uri()
+    name = path.relative_to(workspace)
+    lines = path.read_text().splitlines()
+    lenses = await client.lenses(uri)
+    _section(f"Code lenses in {name}")
+    _capped([f"   line {lens.range.start.line + 1:>3}  {lines[lens.range.start.line].strip()[:48]:48}  "
+             f"⟶ {lens.command.title if lens.command else '?'}" for lens in lenses])
+    starts = [d.range.start for d in warnings] or [lens.range.start for lens in lenses]
+    if not starts:
+        return
+    lines_of = [s.line for s in starts]
+    spot = next(s for s in starts if s.line == max(lines_of, key=lines_of.count))
+    where = f"{name}:{spot.line + 1} `{lines[spot.line].strip()[:60]}`"
+    _section(f"Hover at {where}")
+    hover = await client.hover(uri, spot.line, spot.character)
+    print(_indent(_plain_markdown(hover.contents.value)) if hover else "   (nothing to show)")
+    _section(f"Find related experiments at {where}")
+    related = await client.command("soma.findRelatedExperiments",
+                                   {"uri": uri, "position": {"line": spot.line, "character": spot.character},
+                                    "limit": 6})
+    print(_indent(_result_rows(related or [])))

@@ -1,7 +1,7 @@
 """`soma-lsp explain FILE[:LINE[:COL]]`: what the editor would show there, as plain text.
 
-It runs the server's own feature code (`server.hover.compute`, `server.diagnostics.compute`,
-`server.code_lens.compute`) over the file as it is on disk and the pool as the server would load
+It runs the server's own feature code (`features.hover.compute`, `features.diagnostics.compute`,
+`features.code_lens.compute`, on a `session.Snapshot`) over the file as it is on disk and the pool as the server would load
 it, so what it prints is what a hover, the lenses and the dead-end warnings show. LINE and COL are
 1-based (COL defaults to the line's first identifier that is not a keyword). Without LINE: every warning of
 the file and the lens of every definition.
@@ -53,8 +53,10 @@ def find_workspace(path: Path) -> Path:
 def run(args: argparse.Namespace) -> int:
     from ..pool import LivePool, pool_roots
     from ..retrieval import LiveIndex
-    from ..server import code_lens, convert, diagnostics, hover
-    from ..server.server import Snapshot
+    from ..server import convert
+    from ..server.features import code_lens, diagnostics, hover
+    from ..server.hover_view import render_plain
+    from ..server.session import Document, Snapshot
     from ..server.settings import Settings
 
     file, line, col = parse_location(args.location)
@@ -78,12 +80,13 @@ def run(args: argparse.Namespace) -> int:
     pool.load()
     settings = Settings()
     relpath = convert.relative_to_folders(str(path), [str(workspace)])
-    snap = Snapshot(path.as_uri(), str(path), relpath, source, None)
-    lines = snap.lines
+    document = Document(path.as_uri(), str(path), relpath, source, None)
+    snap = Snapshot(index, settings, now, pool, document)
+    lines = document.lines
     shown = relpath or str(path)
     out = sys.stdout
 
-    found = diagnostics.compute(index, pool, snap, settings.dead_end_severity)
+    found = diagnostics.compute(snap)
     if line is not None:
         if not 1 <= line <= len(lines):
             print(f"soma-lsp explain: {shown} has {len(lines)} lines, not {line}", file=sys.stderr)
@@ -92,13 +95,13 @@ def run(args: argparse.Namespace) -> int:
         column = col - 1 if col else _first_word(source, str(path), line - 1, text)
         character = len(text[:column].encode("utf-16-le")) // 2
         out.write(f"{shown}:{line}:{column + 1}\n")
-        view = hover.compute(index, snap, (line - 1, character), settings, now)
+        view = hover.compute(snap, (line - 1, character))
         out.write("hover:\n")
-        out.write(_indent(hover.render_plain(view)) if view else "  (nothing related)\n")
+        out.write(_indent(render_plain(view)) if view else "  (nothing related)\n")
         found = [d for d in found if d.range.start.line == line - 1]
     else:
         out.write(f"{shown}\nlenses:\n")
-        lenses = code_lens.compute(index, snap, settings, now)
+        lenses = code_lens.compute(snap)
         for lens in lenses:
             name = lines[lens.line][lens.start:lens.end]
             out.write(f"  {lens.line + 1}:{lens.start + 1} {name}: {lens.title}\n")

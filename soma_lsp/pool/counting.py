@@ -32,8 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from ..records import document_texts, parse_architecture
-from ..retrieval.documents import CountedLines, Counts, DocumentCounter, bag_triples, csr
-from ..retrieval.terms import component_bag
+from ..retrieval import CountedLines, Counts, component_bag, count_lines
 from .loader import FileLoad, decode_line, jsonl_lines, stamp_of
 
 log = logging.getLogger(__name__)
@@ -166,13 +165,7 @@ def count_file(path: str, max_line: int) -> tuple[CountedLines, tuple[tuple[int,
                 documents.append(_EMPTY)
                 bags.append({})
         after = stamp_of(os.fstat(f.fileno()))
-    terms: dict[str, int] = {}
-    components: dict[str, int] = {}
-    term_counts = DocumentCounter(terms).count(documents)
-    component_counts = csr(*bag_triples(bags, components), len(components))
-    return CountedLines(Counts(len(documents), list(terms), *term_counts),
-                        Counts(len(bags), list(components), *component_counts),
-                        np.array([sum(bag.values()) for bag in bags], dtype=np.float64)), (before, after)
+    return count_lines(documents, bags), (before, after)
 
 
 def _stamp(path: str) -> tuple[int, ...] | None:

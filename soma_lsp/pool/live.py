@@ -26,9 +26,10 @@ from dataclasses import dataclass
 
 from ..gcpause import collector_paused
 from ..records import Record
-from ..retrieval.documents import CountedLines
+from ..retrieval import CountedLines
 from ..stored import RecordStore, items_of
 from . import counting, snapshot, trackers
+from .cache import CacheLimits
 from .discover import Roots, normalize
 from .loader import MAX_JSON_BYTES, MAX_YAML_BYTES, FileLoad, load_file
 from .problems import Problem
@@ -54,10 +55,12 @@ class LivePool:
 
     def __init__(self, roots: Iterable[str | os.PathLike], index=None, *, batch_records: int = 20_000,
                  batch_files: int = 500, max_json_bytes: int = MAX_JSON_BYTES,
-                 max_yaml_bytes: int = MAX_YAML_BYTES, cache_dir: str | os.PathLike | None = None) -> None:
+                 max_yaml_bytes: int = MAX_YAML_BYTES, cache_dir: str | os.PathLike | None = None,
+                 cache_limits: CacheLimits = CacheLimits()) -> None:
         """`cache_dir`: where snapshots live (see `pool.snapshot`); None for none. Only an indexed pool
-        uses them. A root that is a tracker (`pool.trackers.source_for`: a URI, an `mlruns/` or
-        `wandb/` folder) is one of `self.trackers`, not a folder of record files."""
+        uses them. `cache_limits`: how the directory is tidied after a snapshot is written. A root that
+        is a tracker (`pool.trackers.source_for`: a URI, an `mlruns/` or `wandb/` folder) is one of
+        `self.trackers`, not a folder of record files."""
         entries = [os.fspath(root) for root in roots]
         self.trackers = [source for source in map(trackers.source_for, entries) if source is not None]
         tracked = {source.entry for source in self.trackers}
@@ -69,6 +72,7 @@ class LivePool:
         self._limits = {"max_json_bytes": max_json_bytes, "max_yaml_bytes": max_yaml_bytes}
         self.snapshot_path = None if cache_dir is None or index is None else \
             snapshot.snapshot_path(cache_dir, self._roots.paths + [s.entry for s in self.trackers], self._limits)
+        self.cache_limits = cache_limits
         self._store: RecordStore | None = None  # records of a restored snapshot, built as they are used
         self._lock = threading.RLock()  # the pool's own state (files, claims, problems)
         self._apply_lock = threading.Lock()  # one applier at a time
@@ -225,7 +229,7 @@ class LivePool:
                                        dict(self._dups), self.index.export(), self._store)
             self.unsaved = False
         try:
-            snapshot.write(self.snapshot_path, state)
+            snapshot.write(self.snapshot_path, state, self.cache_limits)
         except Exception as error:  # noqa: BLE001 - a snapshot is an optimisation: log, never fail
             log.warning("could not write the pool snapshot %s: %r", self.snapshot_path, error)
             self.unsaved = True

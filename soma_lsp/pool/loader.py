@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 import yaml
 
-from ..records import Record, RecordError, Source, parse_record
+from ..records import Record, RecordError, Source, kind_of, parse_record
 from ..stored import RecordList
 from .problems import Problem
 
@@ -192,9 +192,8 @@ def _keep_record(out: FileLoad, record: Record, line: int) -> None:
 
 
 def _not_a_record(out: FileLoad, value: Any, line: int, what: str) -> None:
-    kind = {dict: "an object", list: "a list", str: "a string", type(None): "null", bool: "a boolean",
-            int: "a number", float: "a number"}.get(type(value), type(value).__name__)
-    out.problems.append(Problem(out.path, line, "", f"expected {what}, got {kind}", "error", "not-records"))
+    out.problems.append(Problem(out.path, line, "", f"expected {what}, got {kind_of(value)}", "error",
+                                "not-records"))
 
 
 # -- JSON ----------------------------------------------------------------------------------------

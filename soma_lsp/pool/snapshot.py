@@ -27,7 +27,6 @@ import os
 import stat
 import sys
 import tempfile
-import time
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -40,8 +39,9 @@ import orjson
 
 from .. import __version__
 from ..records import Record
-from ..retrieval.index import IndexState
+from ..retrieval import IndexState
 from ..stored import RecordList, RecordStore, encode, items_of
+from .cache import CacheLimits, tidy
 from .loader import YAML_LOADER, FileLoad
 from .problems import Problem
 
@@ -49,7 +49,6 @@ log = logging.getLogger(__name__)
 
 FORMAT = 3
 MAGIC = b"SOMASNAP"
-UNUSED_DAYS = 30  # a snapshot neither written nor restored for this long is deleted (at the next save)
 ALIGN = 64
 PREFIX = len(MAGIC) + 24  # the magic, then the file's size, the header's and the CRC-32 of what follows
 
@@ -95,8 +94,9 @@ class PoolState:
 
 # -- writing -------------------------------------------------------------------------------------
 
-def write(path: Path, state: PoolState) -> None:
-    """Write the snapshot next to its final name, then move it there (a reader sees old or new)."""
+def write(path: Path, state: PoolState, limits: CacheLimits = CacheLimits()) -> None:
+    """Write the snapshot next to its final name, then move it there (a reader sees old or new);
+    then tidy the cache directory (`pool.cache`: snapshots of pools no longer used must not pile up)."""
     chunks, files, start_of = _encoded(state)
     visible = {record_id: start_of[claims[0][0]] + claims[0][1] for record_id, claims in state.claims.items()}
     index = state.index
@@ -128,7 +128,7 @@ def write(path: Path, state: PoolState) -> None:
     parts = [(PREFIX, header), *((body + layout[name][2], np.ascontiguousarray(values).data)
                                  for name, values in arrays.items()), (body + at, blob)]
     _write_file(path, body + at + len(blob), len(header), parts)
-    _prune(path.parent)
+    tidy(path.parent, limits, keep=(path,))
 
 
 def _encoded(state: PoolState) -> tuple[list[bytes], list[tuple], dict[str, int]]:
@@ -176,19 +176,6 @@ def _write_file(path: Path, size: int, header_size: int, parts: list[tuple[int, 
     except BaseException:
         os.unlink(temporary)
         raise
-
-
-def _prune(directory: Path) -> None:
-    """Delete the snapshots of pools not opened for UNUSED_DAYS (a restore touches its file), and
-    leftovers of interrupted writes: roots and versions come and go, their snapshots must not pile up."""
-    now = time.time()
-    for candidate in [*directory.glob("pool-*.snapshot"), *directory.glob(".snapshot-*")]:
-        try:
-            age = now - candidate.stat().st_mtime
-            if age > UNUSED_DAYS * 86400 or (candidate.name.startswith(".") and age > 86400):
-                candidate.unlink()
-        except OSError:
-            pass
 
 
 def _aligned(n: int) -> int:

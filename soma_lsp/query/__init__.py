@@ -26,13 +26,20 @@ the distinct retrieval terms of those words (``soma_lsp.retrieval.tokenize``), i
 appearance, minus the terms that are stop words or one character — so ``is_causal`` and
 ``multiple_of`` do not make a query match every note containing "is" or "of". Other string literals are not part of
 it. ``architecture`` is the scope's component bag (see ``architecture``).
+
+The query is finished here, once: ``BuiltQuery.ask`` is the text to rank with — ``text`` with the
+word under the cursor in front when its terms are not already in it (so a hover on ``rope`` inside
+a long function still asks about ``rope``) — and ``retrieval_query`` turns a built query into the
+core's ``RetrievalQuery``. Callers above never re-tokenise or edit a query.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Literal
 
+from ..retrieval import RetrievalQuery, Weights, tokenize
 from .architecture import bag_of, config_selection_bag
 from .definitions import Definition, encloses, find_definition, innermost, related
 from .document import clear_cache, parse
@@ -40,7 +47,7 @@ from .identifiers import STOP_WORDS, code_noise, is_noise_identifier, prose_word
 from .identifiers import identifiers as _identifiers
 from .languages import CONFIG_LANGUAGES, language_for_path
 from .positions import (LineIndex, Position, Range, index_to_position, index_to_utf16,
-                        position_to_index, utf16_len, utf16_to_index)
+                        position_to_index, split_lines, utf16_len, utf16_to_index)
 
 Scope = Literal["hover", "lens", "find", "file"]
 Basis = Literal["definition", "selection", "statement", "line", "file"]
@@ -60,6 +67,27 @@ class BuiltQuery:
     range: Range = ((0, 0), (0, 0))
     language: str = "text"
     word_range: Range | None = None  # where ``word`` is (for the hover's range)
+    ask: str = ""  # the text to rank with: ``text``, the word in front when missing (module docstring)
+
+
+def _ask(text: str, word: str | None) -> str:
+    if word:
+        present = set(tokenize(text))
+        if not all(term in present for term in tokenize(word)):
+            return f"{word} {text}"  # (the query's terms are distinct: only new ones matter)
+    return text
+
+
+def retrieval_query(built: BuiltQuery | None, now: datetime | None, *, half_life_days: float,
+                    weights: Weights, limit: int | None, text: str | None = None) -> RetrievalQuery:
+    """The core's query for a built scope (``ask`` and its component bag); ``text``, when given,
+    replaces the scope's words (the bag is kept)."""
+    if text is None:
+        text = built.ask if built is not None else ""
+    return RetrievalQuery(
+        text=text,
+        architecture=dict(built.architecture) if built is not None and built.architecture else None,
+        now=now, half_life_days=half_life_days, limit=limit, weights=weights)
 
 
 def definitions(source: str, path: str) -> list[Definition]:
@@ -153,7 +181,8 @@ def build_query(
         return _build_query(source, path, position, selection, scope)
     except Exception:  # a bug here must not take hover/lens/find down with it
         words = _identifiers(source, code_noise("text") | STOP_WORDS)
-        return BuiltQuery(" ".join(dict.fromkeys(words)))
+        text = " ".join(dict.fromkeys(words))
+        return BuiltQuery(text, ask=text)
 
 
 def _build_query(source: str, path: str, position, selection, scope) -> BuiltQuery:
@@ -204,12 +233,12 @@ def _build_query(source: str, path: str, position, selection, scope) -> BuiltQue
     text = _text(doc, start, end, text_start, scope_def if basis == "definition" else None)
     arch = _bag(doc, start, end, whole=basis == "file")
     return BuiltQuery(text, arch, scope_def, word, basis,
-                      (index.position(start), index.position(end)), doc.lang, word_range)
+                      (index.position(start), index.position(end)), doc.lang, word_range, _ask(text, word))
 
 
 __all__ = [
     "BuiltQuery", "Definition", "build_query", "definitions", "architecture_bag",
     "find_definition", "encloses", "related", "innermost", "language_for_path", "LineIndex",
     "position_to_index", "index_to_position", "utf16_len", "utf16_to_index", "index_to_utf16",
-    "clear_cache",
+    "clear_cache", "split_lines", "retrieval_query",
 ]

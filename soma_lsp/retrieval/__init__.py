@@ -4,7 +4,8 @@ score = 0.40·lexical + 0.25·structural + 0.15·recency + 0.20·importance, the
 do not apply redistributed over those that do.
 """
 
-from .index import LiveIndex
+from .documents import CountedLines, Counts, count_lines
+from .index import IndexState, LiveIndex
 from .model import (
     DEAD_END_IMPORTANCE_FLOOR,
     DEFAULT_HALF_LIFE_DAYS,
@@ -18,11 +19,12 @@ from .model import (
     embedding_text,
 )
 from .rank import rank
-from .terms import canonical_component, component_bag, importance, is_dead_end, recency
+from .terms import canonical_component, component_bag, dead_end_reason, importance, is_dead_end, recency
 from .tokenize import tokenize
 
 __all__ = [
-    "DEAD_END_IMPORTANCE_FLOOR", "DEFAULT_HALF_LIFE_DAYS", "DEFAULT_WEIGHTS", "TERMS", "Embedder",
-    "LiveIndex", "RetrievalQuery", "ScoreComponents", "ScoredRecord", "Weights", "canonical_component",
-    "component_bag", "embedding_text", "importance", "is_dead_end", "rank", "recency", "tokenize",
+    "DEAD_END_IMPORTANCE_FLOOR", "DEFAULT_HALF_LIFE_DAYS", "DEFAULT_WEIGHTS", "TERMS", "CountedLines", "Counts",
+    "Embedder", "IndexState", "LiveIndex", "RetrievalQuery", "ScoreComponents", "ScoredRecord", "Weights",
+    "canonical_component", "component_bag", "count_lines", "dead_end_reason", "embedding_text", "importance",
+    "is_dead_end", "rank", "recency", "tokenize",
 ]

@@ -241,3 +241,18 @@ class CountedLines:
     terms: Counts
     components: Counts
     arch_total: np.ndarray
+
+
+def count_lines(documents: Sequence[tuple[str, str, str, str]], bags: Sequence[Mapping[str, float]]) -> CountedLines:
+    """What the index needs of a file's lines, counted apart from the index (in another process): per
+    line (its row) the document's term counts (`documents`: each line's four fields, as
+    `index.document_fields` gives them of a record) and its architecture's component counts (`bags`:
+    each line's `component_bag`; a line that is no record has empty fields and an empty bag). The
+    index takes it as `LiveIndex.update(counted=...)`; the result ranks exactly as counting there."""
+    terms: dict[str, int] = {}
+    components: dict[str, int] = {}
+    term_counts = DocumentCounter(terms).count(documents)
+    component_counts = csr(*bag_triples(bags, components), len(components))
+    return CountedLines(Counts(len(documents), list(terms), *term_counts),
+                        Counts(len(bags), list(components), *component_counts),
+                        np.array([sum(bag.values()) for bag in bags], dtype=np.float64))

@@ -122,6 +122,26 @@ def is_dead_end(record: Record) -> bool:
     return bool(verdicts) and all(verdicts)
 
 
+def dead_end_reason(record: Record) -> str | None:
+    """Why `is_dead_end` says so, in words a hover or warning can show (None: not a dead end):
+    `status failed`, or each judged metric against its baseline and goal,
+    `val_loss 3.10 vs 2.90 (min)` — the rule was applied, so the user is shown it."""
+    if not is_dead_end(record):
+        return None
+    if record.status in _DEAD_STATUSES:
+        return f"status {record.status.value}"
+    judged = [m for m in record.metrics if m.moved_wrong_way is not None]
+    moved = ", ".join(f"{m.name} {_figure(m.value)} vs {_figure(m.baseline)} ({m.goal})" for m in judged)
+    return f"every metric moved the wrong way: {moved}"
+
+
+def _figure(value: float | None) -> str:
+    """A metric value as people write it: 2 decimals below 100, else up to 6 significant digits."""
+    if value is None or not math.isfinite(value):
+        return str(value)
+    return f"{value:.2f}" if abs(value) < 100 else f"{value:.6g}"
+
+
 def effect(record: Record) -> float:
     """min(1, max over metrics with value and baseline of |value − baseline| / max(|baseline|, 1e-12) / 0.10);
     0 with no such metric, 1 for a non-finite value or baseline."""

@@ -7,7 +7,6 @@ builder speaks, so `(line, character)` pairs pass through unchanged.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -76,14 +75,6 @@ def code_tie_path(relpath: str, folders: Iterable[str]) -> str | None:
         if inside(candidate, root) and os.path.exists(candidate):
             return candidate
     return None
-
-
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-
-
-def split_lines(source: str) -> list[str]:
-    """LSP's lines: only CR LF, CR and LF break a line (not str.splitlines' other separators)."""
-    return _LINE_BREAK.split(source)
 
 
 def lsp_range(span: Sequence[Sequence[int]]) -> lsp.Range:

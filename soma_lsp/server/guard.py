@@ -1,7 +1,8 @@
 """Per-feature failure containment: a feature that raises logs and answers empty; the server serves on.
 
-`contained(empty)` wraps an async feature handler `(ls, params)`: an exception is logged (server log
-and `window/logMessage`) and the request answered with `empty()` — `None` or `[]`, the LSP way of
+`contained(empty)` wraps an async feature handler `(session, ..., params)`: an exception is logged
+(server log, and `window/logMessage` through the first argument's `report_feature_failure`) and the
+request answered with `empty()` — `None` or `[]`, the LSP way of
 saying "nothing here". Cancellation passes through (pygls then answers -32800). JSON-RPC errors raised
 on purpose (e.g. -32602 for malformed command arguments) pass through too: they are answers.
 """

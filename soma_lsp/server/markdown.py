@@ -1,11 +1,21 @@
 """Record text is data: make it inert before it goes into Markdown (hover) or plain text (messages).
 
-`escape(text)` is for Markdown. Every ASCII punctuation character is backslash-escaped (CommonMark
-allows escaping any of them, so nothing in record text can open emphasis, code, a link, an image,
-a heading, a list, a table or raw HTML), `&`, `<` and `>` become entities, and URL-ish text is
-defanged so that no renderer's autolinker (GFM `www.`/`http://`/e-mail autolinks, linkify) can turn
-it into a link: `http://x` reads `http[:]//x`, `www.x` reads `www[.]x`, `a@b` reads `a[@]b`.
-Line breaks and control characters become spaces, so one field stays on one line.
+`escape(text)` is for Markdown. It backslash-escapes a character only where Markdown would read it
+as markup, because a client that shows the Markdown source (Neovim 0.11 highlights a hover but
+does not conceal escapes) must show `rope-theta-1m-bf16`, `cos/sin` and `lr 6e-4` as written:
+
+* always: `\\`, `` ` ``, `*`, `~`, `|` (code, emphasis, strikethrough, tables) and the second `/`
+  of `//` (a protocol-relative link to linkifiers) — rare in record text;
+* `_` unless it is inside a word (`rope_theta` stays; `_x`, `__init__` do not: they could be emphasis);
+* `[` and `]` where they could make a link, an image or a footnote: `]` before `(`, `[` or `:`;
+  `[` before `^` and at the start of the text (a reference definition);
+* `<` before a letter, `/`, `!` or `?` (an HTML tag, an autolink); `&` that would spell an entity;
+* at the start of the text, what starts a block: `#`, `>`, `-`, `+`, `=`, `1.`/`1)`.
+
+URL-ish text is defanged so that no renderer's autolinker (GFM `www.`/`http://`/e-mail autolinks,
+linkify-it in its standard, non-fuzzy mode) can turn it into a link: `http://x` reads `http[:]/\\/x`
+in Markdown, `http[:]//x` in plain text, `www.x` reads `www[.]x`, `a@b` reads
+`a[@]b`. Line breaks and control characters become spaces, so one field stays on one line.
 
 `plain(text)` is for plain-text surfaces (diagnostic messages, CLI output, symbol names): control
 characters removed, whitespace collapsed, same defanging of links.
@@ -28,8 +38,12 @@ _SCHEME = re.compile(
 _WWW = re.compile(r"\b(www)\.", re.IGNORECASE)
 _AT = re.compile(r"(?<=\S)@(?=\S)")
 _SPACE = re.compile(r"\s+")
-_PUNCTUATION = set("\\`*_{}[]()#+-.!|~:;\"'=^$%,/?@")
-_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_ALWAYS = re.compile(r"[\\`*~|]|(?<=/)/")  # … and the second `/` of `//` (linkify's `//host`)
+_OPEN_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")  # `_` with a non-word neighbour (or none)
+_LINKY = re.compile(r"\](?=[(\[:])|\[(?=\^)|^\[")
+_TAG = re.compile(r"<(?=[A-Za-z/!?])")
+_ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
+_BLOCK_START = re.compile(r"^(?:[#>+=-]|\d{1,9}(?=[.)]))")
 
 
 def _flatten(text: str) -> str:
@@ -57,14 +71,13 @@ def plain(text: object, limit: int | None = MAX_FIELD) -> str:
 
 
 def escape(text: object, limit: int | None = MAX_FIELD) -> str:
-    """One inert line of Markdown that renders as the text itself (defanged)."""
+    """One inert line of Markdown that renders as the text itself (defanged), with as few escapes
+    as Markdown needs (module docstring)."""
     flat = plain(text, limit)
-    out = []
-    for char in flat:
-        if char in _ENTITIES:
-            out.append(_ENTITIES[char])
-        elif char in _PUNCTUATION:
-            out.append("\\" + char)
-        else:
-            out.append(char)
-    return "".join(out)
+    marked = set()
+    for pattern in (_ALWAYS, _OPEN_UNDERSCORE, _LINKY, _TAG, _ENTITY):
+        marked.update(m.start() for m in pattern.finditer(flat))
+    block = _BLOCK_START.match(flat)
+    if block:
+        marked.add(block.end() if block.group(0)[0].isdigit() else 0)  # `1\.` / `\#`
+    return "".join("\\" + c if i in marked else c for i, c in enumerate(flat))

@@ -1,6 +1,7 @@
 """Work-done progress while the pool is indexed (`window/workDoneProgress/create` + `$/progress`).
 
-Only when the client says `window.workDoneProgress`. Reports come from the loading thread and are
+Part of loading the pool (`pool_service`), not a feature. Only when the client says
+`window.workDoneProgress`. Reports come from the loading thread and are
 forwarded to the event loop, at most one per percent.
 """
 
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types as lsp
 
 if TYPE_CHECKING:
-    from .server import SomaServer
+    from .session import Session
 
 log = logging.getLogger("soma_lsp.server")
 _tokens = itertools.count(1)
@@ -22,22 +23,22 @@ TITLE = "Indexing experiments"
 
 
 class IndexingProgress:
-    def __init__(self, ls: "SomaServer") -> None:
-        self.ls = ls
+    def __init__(self, session: "Session") -> None:
+        self.session = session
         self.token: str | None = None
         self._last = -1
 
     async def begin(self) -> None:
-        if not self.ls.capability("window.work_done_progress", False):
+        if not self.session.capability("window.work_done_progress", False):
             return
         token = f"soma-indexing-{next(_tokens)}"
         try:
-            await asyncio.wait_for(self.ls.work_done_progress.create_async(token), 10)
+            await asyncio.wait_for(self.session.server.work_done_progress.create_async(token), 10)
         except Exception as error:  # noqa: BLE001 - no progress then, the load goes on
             log.warning("window/workDoneProgress/create failed: %s", error)
             return
         self.token = token
-        self.ls.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(
+        self.session.server.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(
             title=TITLE, message="reading the experiment pool", percentage=0, cancellable=False))
 
     def threadsafe_report(self, done: int, total: int) -> None:
@@ -48,21 +49,21 @@ class IndexingProgress:
         if percentage == self._last:
             return
         self._last = percentage
-        loop = self.ls.loop
+        loop = self.session.loop
         if not loop.is_closed():
             loop.call_soon_threadsafe(self._report, percentage, done, total)
 
     def _report(self, percentage: int, done: int, total: int) -> None:
         if self.token is None:
             return
-        self.ls.work_done_progress.report(self.token, lsp.WorkDoneProgressReport(
+        self.session.server.work_done_progress.report(self.token, lsp.WorkDoneProgressReport(
             message=f"{_size(done)} of {_size(total)}", percentage=percentage))
 
     async def end(self, message: str) -> None:
         if self.token is None:
             return
         await asyncio.sleep(0)  # let queued reports go out first
-        self.ls.work_done_progress.end(self.token, lsp.WorkDoneProgressEnd(message=message))
+        self.session.server.work_done_progress.end(self.token, lsp.WorkDoneProgressEnd(message=message))
         self.token = None
 
 

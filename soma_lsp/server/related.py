@@ -1,7 +1,12 @@
 """What every feature asks: the records related to a scope — ties first, then the gated ranking (SPEC 3).
 
-Pure over its inputs (an index, a built query, settings, `now`), so hover, lenses, the commands and
-`soma-lsp explain` all go through the same code.
+Pure over its inputs (an index, a retrieval query, the scope's definitions), so hover, lenses, the
+commands and `soma-lsp explain` all go through the same code. It stays in the server layer, as a
+shared module that is no feature, because both rules are product policy for what the editor shows
+(the gate's thresholds are settings, the tie rules follow the LSP scopes), not retrieval: the core
+ranks and scores any query, the query builder says what a scope is, and this module decides which
+of those records an editor surface may show and in what order. It uses only the core and the query
+builder, never a feature or the session.
 
 * **Relevance gate**: ranked records need lexical > 0 or structural > 0 and score ≥ `hover.minScore`;
   for code scopes (hover, lenses, find-related on a document) also *evidence*: at least
@@ -21,12 +26,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
-from ..query import BuiltQuery, Definition, find_definition, related as symbols_related
+from ..query import Definition, find_definition, related as symbols_related
 from ..records import Record
-from ..retrieval import LiveIndex, RetrievalQuery, ScoredRecord, tokenize
-from .settings import Settings
+from ..retrieval import LiveIndex, RetrievalQuery, ScoredRecord
 
 #: Distinct matched query terms a ranked record needs in a code scope (or a shared component).
 MIN_MATCHED_TERMS = 2
@@ -60,24 +63,6 @@ class Related:
 
     def __bool__(self) -> bool:
         return bool(self.tied or self.ranked)
-
-
-def retrieval_query(built: BuiltQuery | None, settings: Settings, now: datetime | None, *,
-                    text: str | None = None, limit: int | None = 10) -> RetrievalQuery:
-    """The core query for a built scope (text plus the word under the cursor, its component bag)."""
-    words = text if text is not None else (built.text if built is not None else "")
-    if built is not None and built.word and text is None:
-        present = set(tokenize(words))
-        if not all(term in present for term in tokenize(built.word)):
-            words = f"{built.word} {words}"  # (the query's terms are distinct: only new ones matter)
-    return RetrievalQuery(
-        text=words,
-        architecture=dict(built.architecture) if built is not None and built.architecture else None,
-        now=now,
-        half_life_days=settings.half_life_days,
-        limit=limit,
-        weights=settings.weights,
-    )
 
 
 def tie_points_at(symbol: str | None, scope: Definition | None, defs: Sequence[Definition], *,

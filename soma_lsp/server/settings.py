@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..records import kind_of
 from ..retrieval import DEFAULT_HALF_LIFE_DAYS, DEFAULT_WEIGHTS, TERMS, Weights
 
 SECTION = "soma"
@@ -60,12 +61,6 @@ class Invalid(ValueError):
     pass
 
 
-def _kind(value: Any) -> str:
-    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list",
-             dict: "an object", type(None): "null"}
-    return names.get(type(value), type(value).__name__)
-
-
 def _pool(value: Any) -> tuple[str, ...] | None:
     if value is None:
         return None
@@ -74,17 +69,17 @@ def _pool(value: Any) -> tuple[str, ...] | None:
     if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
         paths = tuple(v for v in value if v.strip())
         return paths or None
-    raise Invalid(f"expected a path or a list of paths, got {_kind(value)}")
+    raise Invalid(f"expected a path or a list of paths, got {kind_of(value)}")
 
 
 def _weights(value: Any) -> Weights:
     if value is None:
         return DEFAULT_WEIGHTS
     if not isinstance(value, Mapping):
-        raise Invalid(f"expected an object {{{', '.join(TERMS)}}}, got {_kind(value)}")
+        raise Invalid(f"expected an object {{{', '.join(TERMS)}}}, got {kind_of(value)}")
     for key, weight in value.items():
         if key in TERMS and (isinstance(weight, bool) or not isinstance(weight, int | float)):
-            raise Invalid(f"weights.{key}: expected a number, got {_kind(weight)}")
+            raise Invalid(f"weights.{key}: expected a number, got {kind_of(weight)}")
     try:
         return Weights.coerce({k: v for k, v in value.items()})
     except (ValueError, TypeError) as error:
@@ -95,7 +90,7 @@ def _number(low: float, high: float = math.inf, *, low_open: bool = False,
             integer: bool = False) -> Callable[[Any], float]:
     def check(value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise Invalid(f"expected a number, got {_kind(value)}")
+            raise Invalid(f"expected a number, got {kind_of(value)}")
         if integer and value != int(value):
             raise Invalid(f"expected a whole number, got {value!r}")
         if not math.isfinite(value) or value < low or value > high or (low_open and value == low):
@@ -108,7 +103,7 @@ def _number(low: float, high: float = math.inf, *, low_open: bool = False,
 
 def _boolean(value: Any) -> bool:
     if not isinstance(value, bool):
-        raise Invalid(f"expected true or false, got {_kind(value)}")
+        raise Invalid(f"expected true or false, got {kind_of(value)}")
     return value
 
 

@@ -12,7 +12,10 @@ its own buffer and:
 * answers a body that is not JSON with a JSON-RPC parse error (-32700) to the request id when one can
   be read from the bytes (else id null), so a client never waits for an answer that will not come.
 
-Decoded messages go to `protocol.handle_raw(data)` (see `server.SomaProtocol`).
+Decoded messages go to `protocol.handle_raw(data)` (see `protocol.SomaProtocol`).
+
+Serving: `serve_stdio` reads stdin in its own thread (never made non-blocking), `serve_tcp` serves
+the first client that connects; both run `server.run(read, writer)` (see `app.SomaServer`).
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ import asyncio
 import json
 import logging
 import re
+import sys
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -188,3 +193,71 @@ async def serve_stream(read: Callable[[], Awaitable[bytes]], protocol: Any,
                 logger.exception("error handling a message")
         if eof:
             break
+
+
+def serve_stdio(server: Any, stdin=None, stdout=None) -> int:
+    """Serve over stdio; returns the exit status (0 after shutdown + exit, else 1)."""
+    stdin = stdin or sys.stdin.buffer
+    stdout = stdout or sys.stdout.buffer
+
+    def write(data: bytes) -> None:
+        stdout.write(data)  # a BufferedWriter: partial writes are retried for us
+        stdout.flush()
+
+    async def main() -> int:
+        loop = asyncio.get_running_loop()
+        read = _stdin_reader(loop, stdin)
+        return await server.run(read, _Writer(write))
+
+    return asyncio.run(main())
+
+
+def serve_tcp(server: Any, host: str, port: int, ready: Callable[[str, int], None] | None = None) -> int:
+    """Listen on host:port, serve the first client that connects, exit when it is done."""
+
+    async def main() -> int:
+        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        connected = False
+
+        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            nonlocal connected
+            if done.done() or connected:
+                writer.close()
+                return
+            connected = True
+
+            try:
+                code = await server.run(lambda: reader.read(65536), _Writer(writer.write, writer.close))
+            finally:
+                writer.close()
+            if not done.done():
+                done.set_result(code)
+
+        listener = await asyncio.start_server(connection, host, port)
+        bound = listener.sockets[0].getsockname()
+        logger.info("listening on %s:%s", bound[0], bound[1])
+        if ready is not None:
+            ready(bound[0], bound[1])
+        async with listener:
+            code = await done
+        return code
+
+    return asyncio.run(main())
+
+
+class _Writer:
+    """What the protocol writes its frames to."""
+
+    def __init__(self, write: Callable[[bytes], Any], close: Callable[[], Any] = lambda: None) -> None:
+        self.write, self.close = write, close
+
+
+def _stdin_reader(loop: asyncio.AbstractEventLoop, stdin) -> Callable[[], Any]:
+    """An async `read()` of whatever stdin has, from a dedicated thread.
+
+    Not `connect_read_pipe`: that makes the descriptor non-blocking, and a client that gives the
+    server one socket for stdin and stdout would then see writes fail with EAGAIN. The thread is
+    outside the loop's default executor, so a read still blocked at exit holds nothing up."""
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="soma-stdin")
+    read1 = getattr(stdin, "read1", None) or stdin.read
+    return lambda: loop.run_in_executor(executor, read1, 65536)

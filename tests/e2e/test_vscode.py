@@ -44,6 +44,7 @@ CS_HOME = REPO / ".cache" / "code-server"
 CODE_SERVER = CS_HOME / "node_modules" / ".bin" / "code-server"
 FIXTURE = REPO / "fixtures" / "workspace"
 ARTIFACTS = REPO / "test-artifacts" / "vscode"
+INSTALL_ARTIFACTS = REPO / "test-artifacts" / "vscode-install"
 
 FILE = "model/transformer.py"
 SYMBOL = "RotaryEmbedding"
@@ -78,7 +79,13 @@ def _machine_check() -> None:
                     "(apt-get install -y chromium libkrb5-dev ripgrep)")
 
 
+_setup_done = False
+
+
 def _run_setup(log: Path) -> None:
+    global _setup_done
+    if _setup_done:  # once a test session: it rebuilds the .vsix
+        return
     with log.open("w") as out:
         proc = subprocess.run([str(SETUP)], cwd=REPO, stdout=out, stderr=subprocess.STDOUT, timeout=1200)
     if proc.returncode != 0:
@@ -86,6 +93,7 @@ def _run_setup(log: Path) -> None:
         pytest.fail(f"{SETUP.relative_to(REPO)} failed (exit {proc.returncode}); log {log}:\n{tail}", pytrace=False)
     assert VSIX.is_file(), f"setup did not produce {VSIX}"
     assert CODE_SERVER.exists(), f"setup did not install {CODE_SERVER}"
+    _setup_done = True
 
 
 def _free_port() -> int:
@@ -154,13 +162,13 @@ def _symbol_position(path: Path, symbol: str) -> tuple[int, int]:
     raise AssertionError(f"no `class {symbol}` in {path}")
 
 
-def _collect_logs(run: Path) -> list[str]:
+def _collect_logs(run: Path, out: Path) -> list[str]:
     kept = []
     for f in sorted((run / "data" / "logs").rglob("*.log")):
         if "Soma" in f.name:
-            dest = ARTIFACTS / "soma-output.log"  # the extension's output channel: client + server log
+            dest = out / "soma-output.log"  # the extension's output channel: client + server log
         elif f.name in ("exthost.log", "remoteexthost.log"):
-            dest = ARTIFACTS / f"{f.parent.name}-{f.name}"
+            dest = out / f"{f.parent.name}-{f.name}"
         else:
             continue
         shutil.copyfile(f, dest)
@@ -174,7 +182,7 @@ def test_package_json_mirrors_the_server_settings() -> None:
     from soma_lsp.server.settings import FIELDS, Settings
 
     props = json.loads((EXT_DIR / "package.json").read_text())["contributes"]["configuration"]["properties"]
-    client_only = {"soma.server.command", "soma.trace.server"}
+    client_only = {"soma.server.command", "soma.server.installSource", "soma.trace.server"}
     assert set(props) - client_only == {f"soma.{k}" for k in FIELDS}
     defaults = Settings().to_json()
 
@@ -190,16 +198,10 @@ def test_package_json_mirrors_the_server_settings() -> None:
     assert props["soma.deadEnds.severity"]["enum"] == ["warning", "information", "hint", "off"]
 
 
-def test_vscode_extension_end_to_end() -> None:
-    _machine_check()
-    if not FIXTURE.joinpath(FILE).is_file():
-        pytest.fail(f"fixture {FIXTURE / FILE} is missing")
-    shutil.rmtree(ARTIFACTS, ignore_errors=True)
-    ARTIFACTS.mkdir(parents=True)
-    t0 = time.monotonic()
-    _run_setup(ARTIFACTS / "setup.log")
-    t_setup = time.monotonic() - t0
-
+def _vscode_run(out: Path, settings: dict, env: dict, driver_env: dict) -> tuple[dict, Path, str, Path]:
+    """One code-server session on a fresh copy of the fixture workspace, with a fresh profile that has
+    the .vsix installed and `settings` as its user settings, driven by drive.js with `driver_env`.
+    Returns the driver's result.json, the driver log, where the artifacts are, and the run folder."""
     # A short path: Chromium's and VS Code's unix sockets live below it (108-byte limit). Removed at the
     # end of a passing run, kept for a look otherwise.
     tmp_path = Path(tempfile.mkdtemp(prefix="soma-e2e-", dir="/tmp"))
@@ -208,7 +210,7 @@ def test_vscode_extension_end_to_end() -> None:
     run = tmp_path / "run"
     for d in ("ext", "data/User", "xdg-config", "xdg-data", "xdg-cache", "tmp"):
         (run / d).mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ)
+    env = dict(env)
     env.update(
         XDG_CONFIG_HOME=str(run / "xdg-config"),
         XDG_DATA_HOME=str(run / "xdg-data"),
@@ -217,13 +219,7 @@ def test_vscode_extension_end_to_end() -> None:
         PYTHONUNBUFFERED="1",
     )
     env.pop("SOMA_POOL", None)  # the workspace's own .soma/pool
-
-    server_command = [sys.executable, "-m", "soma_lsp"]
-    if os.environ.get("SOMA_E2E_SERVER_COMMAND"):
-        server_command = json.loads(os.environ["SOMA_E2E_SERVER_COMMAND"])
     settings = {
-        "soma.server.command": server_command,
-        "soma.trace.server": "messages",
         "workbench.startupEditor": "none",
         "workbench.tips.enabled": False,
         "workbench.enableExperiments": False,
@@ -237,6 +233,7 @@ def test_vscode_extension_end_to_end() -> None:
         "editor.codeLens": True,
         "editor.minimap.enabled": False,
         "files.watcherExclude": {"**/.git/**": True},
+        **settings,
     }
     (run / "data" / "User" / "settings.json").write_text(json.dumps(settings, indent=1))
     port = _free_port()
@@ -246,55 +243,78 @@ def test_vscode_extension_end_to_end() -> None:
 
     install = subprocess.run(cs_args + ["--install-extension", str(VSIX), "--force"], env=env,
                              capture_output=True, text=True, timeout=120)
-    (ARTIFACTS / "install-extension.log").write_text(install.stdout + install.stderr)
+    (out / "install-extension.log").write_text(install.stdout + install.stderr)
     assert install.returncode == 0 and "soma" in (install.stdout + install.stderr), (
         f"installing {VSIX.name} failed:\n{install.stdout}\n{install.stderr}")
 
     line, col = _symbol_position(workspace / FILE, SYMBOL)
-    cs_log = ARTIFACTS / "code-server.log"
+    cs_log = out / "code-server.log"
     server = driver = None
-    drive_out = ARTIFACTS / "drive.log"
+    drive_out = out / "drive.log"
     t_run = time.monotonic()
     try:
-        with cs_log.open("w") as out:
+        with cs_log.open("w") as log:
             server = subprocess.Popen(
                 cs_args + ["--bind-addr", f"127.0.0.1:{port}", "--auth", "none",
                            "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
                            "--disable-getting-started-override", str(workspace)],
-                env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True, cwd=run)
         _wait_healthy(port, server, cs_log)
-        denv = dict(env, CS_URL=f"http://127.0.0.1:{port}/?folder={workspace}", OUT_DIR=str(ARTIFACTS),
-                    FILE=FILE, SYMBOL=SYMBOL, SYMBOL_LINE=str(line), SYMBOL_COL=str(col),
-                    EXPECT_HOVER=EXPECTED_ID, EXPECT_PICK=EXPECTED_ID)
-        with drive_out.open("w") as out:
+        denv = dict(env, CS_URL=f"http://127.0.0.1:{port}/?folder={workspace}", OUT_DIR=str(out),
+                    FILE=FILE, SYMBOL=SYMBOL, SYMBOL_LINE=str(line), SYMBOL_COL=str(col), **driver_env)
+        with drive_out.open("w") as log:
             driver = subprocess.Popen(["node", str(DRIVER_DIR / "drive.js")], env=denv, cwd=DRIVER_DIR,
-                                      stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                                      stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
             try:
-                driver.wait(timeout=300)
+                driver.wait(timeout=600)
             except subprocess.TimeoutExpired:
                 pass
     finally:
         _kill_group(driver)
         _kill_group(server)
-        kept = _collect_logs(run)
+        kept = _collect_logs(run, out)
     t_run = time.monotonic() - t_run
 
-    result_file = ARTIFACTS / "result.json"
-    where = (f"artifacts in {ARTIFACTS} ({', '.join(kept) or 'no Soma output log found'}); "
+    result_file = out / "result.json"
+    where = (f"artifacts in {out} ({', '.join(kept) or 'no Soma output log found'}); "
              f"run folder kept: {tmp_path}")
     assert result_file.is_file(), f"the driver wrote no result.json:\n{drive_out.read_text()[-3000:]}\n{where}"
     result = json.loads(result_file.read_text())
-    steps = result["steps"]
-    print(f"setup {t_setup:.0f}s, run {t_run:.0f}s; {where}")
-    print(json.dumps(steps, indent=1))
+    print(f"run {t_run:.0f}s; {where}")
+    print(json.dumps(result["steps"], indent=1))
+    return result, drive_out, where, tmp_path
 
+
+def _step_value(result: dict, drive_out: Path, where: str):
+    """`value(name)`: the named driver step's value, asserting that it ran and passed."""
     def value(name: str):
-        st = steps.get(name)
+        st = result["steps"].get(name)
         assert st is not None and st["ok"], (
             f"step {name!r} failed: {st and st.get('error')}\n"
             f"driver log tail:\n{drive_out.read_text()[-2000:]}\n{where}")
         return st["value"]
+    return value
+
+
+def _prepare(out: Path) -> None:
+    _machine_check()
+    if not FIXTURE.joinpath(FILE).is_file():
+        pytest.fail(f"fixture {FIXTURE / FILE} is missing")
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    _run_setup(out / "setup.log")
+
+
+def test_vscode_extension_end_to_end() -> None:
+    _prepare(ARTIFACTS)
+    server_command = [sys.executable, "-m", "soma_lsp"]
+    if os.environ.get("SOMA_E2E_SERVER_COMMAND"):
+        server_command = json.loads(os.environ["SOMA_E2E_SERVER_COMMAND"])
+    result, drive_out, where, tmp_path = _vscode_run(
+        ARTIFACTS, {"soma.server.command": server_command, "soma.trace.server": "messages"}, dict(os.environ),
+        {"EXPECT_HOVER": EXPECTED_ID, "EXPECT_PICK": EXPECTED_ID})
+    value = _step_value(result, drive_out, where)
 
     lenses = value("code_lens")
     assert any("related experiment" in t for t in lenses), lenses
@@ -331,3 +351,42 @@ def test_vscode_extension_end_to_end() -> None:
     assert "Soma" in status, status
     assert result["ok"], result["errors"]
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_vscode_offers_to_install_a_missing_server(tmp_path) -> None:
+    """No soma-lsp anywhere (not on PATH, not importable by any Python on it): the extension says so
+    once, with the exact fix, and offers to install it with that Python into a private environment;
+    accepted, the environment is made in the extension's storage, the server installed from
+    `soma.server.installSource` (here the wheel of this checkout; by default the package name) and
+    started — its code lenses show."""
+    from wheels import build_wheel
+
+    _prepare(INSTALL_ARTIFACTS)
+    wheel = build_wheel(tmp_path)
+    # VS Code adds what the user's login shell puts on PATH; the directories holding this test's
+    # soma-lsp (its venv's bin/) are left out, and PYTHONPATH, which would make any Python import it
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env["PATH"] = os.pathsep.join(d for d in env["PATH"].split(os.pathsep) if d and not Path(d, "soma-lsp").exists())
+    result, drive_out, where, run_dir = _vscode_run(
+        INSTALL_ARTIFACTS, {"soma.server.installSource": str(wheel), "soma.trace.server": "messages"}, env,
+        {"SCENARIO": "install"})
+    value = _step_value(result, drive_out, where)
+
+    said = value("not_installed")
+    assert "soma-lsp is not installed" in said["text"], said
+    fix = re.search(rf"Fix: run `(\S+) -m pip install {re.escape(str(wheel))}`", said["text"])
+    assert fix, said  # the exact fix, with the Python it found
+    python = fix.group(1)
+    assert subprocess.run([python, "-c", "import soma_lsp"], env=env, cwd=tmp_path, capture_output=True).returncode
+    assert f"install it with {python} into a private environment" in said["text"], said
+    assert "Install in a Private Environment" in said["buttons"], said
+    assert value("said_once")["toasts"] == 1
+    log_text = (INSTALL_ARTIFACTS / "soma-output.log").read_text(errors="replace")
+    assert log_text.count("soma-lsp is not installed") >= 2, "the restart did not look for the server again"
+
+    assert "74 experiments" in value("install")
+    assert any("related experiment" in t for t in value("code_lens"))
+    (server,) = run_dir.glob("run/data/User/globalStorage/*/soma-lsp-venv/bin/soma-lsp")
+    assert f"installed: {server}" in log_text
+    assert result["ok"], result["errors"]
+    shutil.rmtree(run_dir, ignore_errors=True)

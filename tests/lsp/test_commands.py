@@ -1,4 +1,4 @@
-"""workspace/executeCommand end to end: results in SPEC 2.8's shape, ties first, -32602 on bad input."""
+"""workspace/executeCommand end to end: results in docs/spec.md §2.8's shape, ties first, -32602 on bad input."""
 
 from __future__ import annotations
 

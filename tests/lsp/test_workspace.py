@@ -128,7 +128,7 @@ async def test_pool_setting_moves_the_pool(start_session, preset, workspace, tmp
 
 RAISING_HOVER = [sys.executable, "-c", (
     "import sys\n"
-    "import soma_lsp.server.hover as hover\n"
+    "import soma_lsp.server.features.hover as hover\n"
     "def boom(*args, **kwargs):\n"
     "    raise RuntimeError('hover exploded on purpose')\n"
     "hover.prepare = boom\n"

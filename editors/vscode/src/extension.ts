@@ -12,8 +12,9 @@ import {
   State,
   TransportKind,
 } from 'vscode-languageclient/node';
+import { installPrivate } from './install';
 import { FindArgs, showRelated } from './related';
-import { resolveServerCommand } from './serverCommand';
+import { MissingServer, resolveServerCommand } from './serverCommand';
 import { PoolStatus, StatusItem } from './status';
 
 const CLIENT_ID = 'soma'; // also makes vscode-languageclient read `soma.trace.server`
@@ -24,6 +25,8 @@ let status: StatusItem;
 let client: LanguageClient | undefined;
 let starting: Promise<LanguageClient | undefined> | undefined;
 let queue: Promise<unknown> = Promise.resolve();
+let storage: string; // the extension's global storage folder: its private environment lives there
+let missingReported = false;
 
 function log(msg: string): void {
   output.appendLine(`[client ${new Date().toISOString()}] ${msg}`);
@@ -47,7 +50,11 @@ function serverSettings(): Record<string, unknown> {
 
 async function startClient(): Promise<LanguageClient | undefined> {
   status.starting();
-  const cmd = await resolveServerCommand();
+  const cmd = await resolveServerCommand(storage);
+  if ('missing' in cmd) {
+    reportMissing(cmd);
+    return undefined;
+  }
   const folder = vscode.workspace.workspaceFolders?.find((f) => f.uri.scheme === 'file');
   log(`starting the server (${cmd.origin}): ${JSON.stringify([cmd.command, ...cmd.args])}`);
   const serverOptions: ServerOptions = {
@@ -111,7 +118,7 @@ async function startClient(): Promise<LanguageClient | undefined> {
     void vscode.window
       .showErrorMessage(
         `Soma: could not start the language server ${JSON.stringify([cmd.command, ...cmd.args])}: ${msg}. ` +
-          'Install soma-lsp (pip install soma-lsp) or set "soma.server.command".',
+          'Check the command in a terminal, or set "soma.server.command".',
         'Show Output',
         'Open Settings',
       )
@@ -128,6 +135,47 @@ async function startClient(): Promise<LanguageClient | undefined> {
   queryStatus(c);
   log('the server is running');
   return c;
+}
+
+/** No server found: say so (once a session; the status bar and the log say it every time) with the
+ * exact fix, and offer to install it into the private environment with the Python that was found. */
+function reportMissing(found: MissingServer): void {
+  const source = vscode.workspace.getConfiguration('soma').get<string>('server.installSource') || 'soma-lsp';
+  const python = found.python;
+  const why = 'not on PATH' + (found.tried.length ? `, and ${found.tried.join(', ')} cannot import soma_lsp` : ', and no Python found');
+  log(`soma-lsp is not installed: ${why}`);
+  status.stopped('soma-lsp is not installed');
+  if (missingReported) return;
+  missingReported = true;
+  const install = 'Install in a Private Environment';
+  const fix = python
+    ? `Fix: run \`${python} -m pip install ${source}\` (or \`pipx install ${source}\`), then "Soma: Restart Server"; ` +
+      `or set "soma.server.command". Or let Soma install it with ${python} into a private environment.`
+    : `Fix: install Python 3.11 or newer, then \`pipx install ${source}\` and "Soma: Restart Server"; or set "soma.server.command".`;
+  void vscode.window
+    .showErrorMessage(`Soma: the language server soma-lsp is not installed (${why}). ${fix}`,
+      ...(python ? [install] : []), 'Open Settings')
+    .then((choice) => {
+      if (choice === install && python) void installServer(python, source);
+      else if (choice === 'Open Settings')
+        void vscode.commands.executeCommand('workbench.action.openSettings', 'soma.server');
+    });
+}
+
+async function installServer(python: string, source: string): Promise<void> {
+  try {
+    const server = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `Soma: installing ${source} into a private environment` },
+      () => installPrivate(python, storage, source, (line) => log(`install: ${line}`)),
+    );
+    log(`installed: ${server}`);
+    await restart();
+  } catch (e) {
+    const msg = e instanceof Error ? e.message : String(e);
+    log(`installing soma-lsp failed: ${msg}`);
+    const choice = await vscode.window.showErrorMessage(`Soma: installing soma-lsp failed: ${msg}`, 'Show Output');
+    if (choice === 'Show Output') output.show(true);
+  }
 }
 
 function queryStatus(c: LanguageClient): void {
@@ -278,6 +326,7 @@ async function reloadCommand(): Promise<void> {
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   output = vscode.window.createOutputChannel(CLIENT_NAME);
+  storage = context.globalStorageUri.fsPath;
   status = new StatusItem();
   context.subscriptions.push(
     output,

@@ -1,5 +1,5 @@
 // "Find Related Experiments": a quick pick over the server's `soma.findRelatedExperiments` results.
-// The server ranks, gates and orders; this file only lays the JSON fields (SPEC 2.8) out.
+// The server ranks, gates and orders; this file only lays the JSON fields (docs/spec.md §2.8) out.
 import * as vscode from 'vscode';
 
 export interface Result {

@@ -1,9 +1,12 @@
 // Which command starts soma-lsp: the `soma.server.command` setting, else `soma-lsp` on PATH, else the
-// interpreter selected in the Python extension with `-m soma_lsp`, else `python3 -m soma_lsp`.
+// one in the extension's private environment (install.ts), else `-m soma_lsp` with the interpreter
+// selected in the Python extension, `python3` or `python` — the first that can import it. None of
+// these: the server is missing, and the first Python >= 3.11 found is named for the install offer.
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
+import { canImportServer, isRecentPython, privateServer } from './install';
 
 export interface ServerCommand {
   command: string;
@@ -103,7 +106,15 @@ async function pythonFromExtension(resource: vscode.Uri | undefined): Promise<st
   return undefined;
 }
 
-export async function resolveServerCommand(): Promise<ServerCommand> {
+export interface MissingServer {
+  missing: true;
+  /** a Python >= 3.11 to install the server with, when one was found */
+  python?: string;
+  /** the Pythons that could not import soma_lsp */
+  tried: string[];
+}
+
+export async function resolveServerCommand(storage: string): Promise<ServerCommand | MissingServer> {
   const folder = vscode.workspace.workspaceFolders?.[0];
   const folderPath = folder?.uri.scheme === 'file' ? folder.uri.fsPath : undefined;
   const setting = vscode.workspace.getConfiguration('soma').get<string | string[] | null>('server.command');
@@ -116,11 +127,15 @@ export async function resolveServerCommand(): Promise<ServerCommand> {
   }
   const onPath = findOnPath('soma-lsp');
   if (onPath) return { command: onPath, args: [], origin: 'soma-lsp on PATH' };
-  const python = await pythonFromExtension(folder?.uri);
-  if (python) return { command: python, args: ['-m', 'soma_lsp'], origin: 'Python extension interpreter' };
-  return {
-    command: process.platform === 'win32' ? 'python' : 'python3',
-    args: ['-m', 'soma_lsp'],
-    origin: 'fallback (no setting, no soma-lsp on PATH, no Python extension)',
-  };
+  const mine = privateServer(storage);
+  if (mine) return { command: mine, args: [], origin: "the extension's private environment" };
+  const pythons = [await pythonFromExtension(folder?.uri), findOnPath('python3'), findOnPath('python')]
+    .filter((p, i, all): p is string => !!p && all.indexOf(p) === i);
+  for (const python of pythons) {
+    if (await canImportServer(python)) return { command: python, args: ['-m', 'soma_lsp'], origin: `${python} -m soma_lsp` };
+  }
+  for (const python of pythons) {
+    if (await isRecentPython(python)) return { missing: true, python, tried: pythons };
+  }
+  return { missing: true, tried: pythons };
 }

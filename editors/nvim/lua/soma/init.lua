@@ -2,7 +2,7 @@
 ---
 --- The server does the work (ranking, ties, dead ends); this module only starts it through
 --- `vim.lsp.config`/`vim.lsp.enable`, keeps code lenses fresh, and lays out the server's results
---- (SPEC 2.8 objects) in `vim.ui.select` and the quickfix list. See `:help soma`.
+--- (the result objects of docs/spec.md §2.8) in `vim.ui.select` and the quickfix list. See `:help soma`.
 local M = {}
 
 --- Name of the LSP client (`vim.lsp.config("soma", …)`, `vim.lsp.get_clients({ name = "soma" })`).
@@ -77,10 +77,11 @@ function M.client(bufnr)
   return clients[1]
 end
 
---- `workspace/executeCommand` on the soma client; `callback(err, result, client)`.
-function M.execute(command, argument, callback, bufnr)
+--- `workspace/executeCommand` through `client` (default: the soma client of `bufnr`);
+--- `callback(err, result, client)`.
+function M.execute(command, argument, callback, bufnr, client)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
-  local client = M.client(bufnr)
+  client = client or M.client(bufnr)
   if not client then
     notify('soma-lsp is not running for this buffer (see :checkhealth soma)', vim.log.levels.ERROR)
     return false
@@ -95,8 +96,23 @@ function M.execute(command, argument, callback, bufnr)
   return ok
 end
 
+--- A callback for `M.execute` that reports an error of `command`, else hands the result to
+--- `present`; then calls `done(err, result)` when given.
+local function reporting(command, present, done)
+  return function(err, result)
+    if err then
+      notify(command .. ' failed: ' .. tostring(err.message or vim.inspect(err)), vim.log.levels.ERROR)
+    else
+      present(result)
+    end
+    if done then
+      done(err, result)
+    end
+  end
+end
+
 -- ---------------------------------------------------------------------------------------------
--- presenting results (SPEC 2.8 objects; the server ranks and formats nothing for us)
+-- presenting results (docs/spec.md §2.8 objects; the server ranks and formats nothing for us)
 
 local function num(x)
   if type(x) == 'number' then
@@ -195,19 +211,11 @@ function M.show_results(results, title)
 end
 
 --- `soma.findRelatedExperiments` with `argument` (`{uri, position?, range?, text?, limit?}`), then
---- present the list. `done(err, results)` is called afterwards when given.
-function M.find_related(argument, bufnr, done)
-  return M.execute('soma.findRelatedExperiments', argument, function(err, result)
-    if err then
-      notify('soma.findRelatedExperiments failed: ' .. tostring(err.message or vim.inspect(err)),
-        vim.log.levels.ERROR)
-    else
-      M.show_results(result)
-    end
-    if done then
-      done(err, result)
-    end
-  end, bufnr)
+--- present the list. `done(err, results)` is called afterwards when given; `client` defaults to the
+--- soma client of `bufnr`.
+function M.find_related(argument, bufnr, done, client)
+  local command = 'soma.findRelatedExperiments'
+  return M.execute(command, argument, reporting(command, M.show_results, done), bufnr, client)
 end
 
 --- The argument for the current buffer: the range when `opts.range > 0` (from `:SomaRelated`
@@ -247,16 +255,9 @@ end
 
 --- Run a server command without arguments and tell the user how it went.
 local function run_and_report(command, describe, done)
-  return M.execute(command, vim.empty_dict(), function(err, result)
-    if err then
-      notify(command .. ' failed: ' .. tostring(err.message or vim.inspect(err)), vim.log.levels.ERROR)
-    else
-      notify(describe(result))
-    end
-    if done then
-      done(err, result)
-    end
-  end)
+  return M.execute(command, vim.empty_dict(), reporting(command, function(result)
+    notify(describe(result))
+  end, done))
 end
 
 --- `:SomaReload`
@@ -283,34 +284,9 @@ function M.show_related_command(command, ctx)
     return
   end
   local client = vim.lsp.get_client_by_id(ctx.client_id)
-  if not client then
-    return
+  if client then
+    M.find_related(argument, ctx.bufnr, nil, client)
   end
-  client:request('workspace/executeCommand', {
-    command = 'soma.findRelatedExperiments',
-    arguments = { argument },
-  }, function(err, result)
-    if err then
-      notify('soma.findRelatedExperiments failed: ' .. tostring(err.message), vim.log.levels.ERROR)
-      return
-    end
-    M.show_results(result)
-  end, ctx.bufnr)
-end
-
--- ---------------------------------------------------------------------------------------------
--- user commands (also defined by plugin/soma.lua, lazily)
-
-function M.create_commands()
-  vim.api.nvim_create_user_command('SomaRelated', function(o)
-    M.related(o)
-  end, { range = true, desc = 'soma: experiments related to the cursor or the range' })
-  vim.api.nvim_create_user_command('SomaReload', function()
-    M.reload()
-  end, { desc = 'soma: reload the experiment pool' })
-  vim.api.nvim_create_user_command('SomaStatus', function()
-    M.status()
-  end, { desc = 'soma: show the pool status' })
 end
 
 -- ---------------------------------------------------------------------------------------------
@@ -389,7 +365,7 @@ function M.setup(opts)
   M.config = config
   -- the lens command is client-side (the server does not advertise it)
   vim.lsp.commands['soma.showRelated'] = M.show_related_command
-  M.create_commands()
+  require('soma.commands').create() -- again: setup() may run before plugin/soma.lua
   -- an autocmd rather than on_attach, so a user's `vim.lsp.config('*', { on_attach = … })` still runs
   vim.api.nvim_create_autocmd('LspAttach', {
     group = vim.api.nvim_create_augroup('soma.attach', { clear = true }),

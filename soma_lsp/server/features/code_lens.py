@@ -17,20 +17,15 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import TYPE_CHECKING
+from functools import partial
 
 from lsprotocol import types as lsp
 
-from ..query import build_query, definitions
-from ..retrieval import LiveIndex
-from .guard import contained
-from .timing import LENS_DEBOUNCE
-from .related import find_related, retrieval_query, tied_records
-from .settings import Settings
-
-if TYPE_CHECKING:
-    from .server import Snapshot, SomaServer
+from ...query import build_query, definitions
+from ..guard import contained
+from ..related import find_related, tied_records
+from ..session import Session, Snapshot
+from ..timing import LENS_DEBOUNCE
 
 log = logging.getLogger("soma_lsp.server")
 SHOW_RELATED = "soma.showRelated"
@@ -70,51 +65,54 @@ def title(total: int, capped: bool, dead_ends: int) -> str:
     return text
 
 
-def compute(index: LiveIndex, snap: "Snapshot", settings: Settings, now: datetime,
-            cancelled: Callable[[], bool] = lambda: False) -> list[Lens]:
-    defs = definitions(snap.source, snap.name)
+#: The lenses kept per open document (uri → state), owned by this feature.
+LensStates = dict[str, LensState]
+
+
+def compute(snap: Snapshot, cancelled: Callable[[], bool] = lambda: False) -> list[Lens]:
+    doc, index = snap.document, snap.index
+    defs = definitions(doc.source, doc.name)
     out: list[Lens] = []
     for definition in defs[:MAX_DEFINITIONS]:
         if cancelled():
             break
         (line, start), (_, end) = definition.name_range
-        built = build_query(snap.source, snap.name, position=(line, start), scope="lens")
+        built = build_query(doc.source, doc.name, position=(line, start), scope="lens")
         scope = built.scope or definition
-        tied = tied_records(index, snap.relpath, scope, defs, file_scope_takes_all=False)
-        query = retrieval_query(built, settings, now, limit=None)
-        related = find_related(index, query, tied, min_score=settings.min_score, limit=None)
+        tied = tied_records(index, doc.relpath, scope, defs, file_scope_takes_all=False)
+        query = snap.retrieval_query(built, limit=None)
+        related = find_related(index, query, tied, min_score=snap.settings.min_score, limit=None)
         if not related:
             continue
-        out.append(Lens(line, start, end, title(related.total, related.capped, related.dead_ends), snap.uri))
+        out.append(Lens(line, start, end, title(related.total, related.capped, related.dead_ends), doc.uri))
     return out
 
 
-def _key(ls: "SomaServer") -> tuple:
-    return (id(ls.index), ls.index.version, ls.settings)
+def _key(snap: Snapshot) -> tuple:
+    return (id(snap.index), snap.index.version, snap.settings)
 
 
-async def recompute(ls: "SomaServer", uri: str, *, refresh: bool = True) -> list[Lens]:
+async def recompute(session: Session, states: LensStates, uri: str, *, refresh: bool = True) -> list[Lens]:
     """Compute a document's lenses now (off the loop) and keep them; ask the client to refresh.
     Documents whose lenses were never asked for are left alone (the client may not show lenses)."""
-    if not ls.settings.code_lens or uri not in ls.open_uris():
-        ls.lens_states.pop(uri, None)
+    if not session.settings.code_lens or uri not in session.open_uris():
+        states.pop(uri, None)
         return []
-    snap = ls.snapshot(uri)
-    key = _key(ls)
+    snap = session.snapshot(uri)
     stop = False
     try:
-        lenses = await ls.run_query(compute, ls.index, snap, ls.settings, ls.now(), lambda: stop)
+        lenses = await session.run_query(compute, snap, lambda: stop)
     except asyncio.CancelledError:
         stop = True
         raise
-    current = ls.open_document(uri)
-    if current is None or current.version != snap.version:
+    current = session.open_document(uri)
+    if current is None or current.version != snap.document.version:
         return lenses  # the text moved on; the next recompute will store
-    old = ls.lens_states.get(uri)
-    ls.lens_states[uri] = LensState(snap.version, key, lenses)
+    old = states.get(uri)
+    states[uri] = LensState(snap.document.version, _key(snap), lenses)
     changed = old is None or old.mapped or [_sig(x) for x in old.lenses] != [_sig(x) for x in lenses]
     if refresh and changed:
-        await refresh_client(ls)
+        await refresh_client(session)
     return lenses
 
 
@@ -122,37 +120,36 @@ def _sig(lens: Lens) -> tuple:
     return (lens.line, lens.start, lens.title)
 
 
-async def refresh_client(ls: "SomaServer") -> None:
-    if not ls.capability("workspace.code_lens.refresh_support", False):
+async def refresh_client(session: Session) -> None:
+    if not session.capability("workspace.code_lens.refresh_support", False):
         return
     try:
-        await asyncio.wait_for(ls.workspace_code_lens_refresh_async(None), 10)
+        await asyncio.wait_for(session.server.workspace_code_lens_refresh_async(None), 10)
     except Exception as error:  # noqa: BLE001
         log.debug("workspace/codeLens/refresh failed: %s", error)
 
 
-async def recompute_all(ls: "SomaServer") -> None:
+async def recompute_all(session: Session, states: LensStates) -> None:
     """Recompute the lenses of every open document the client has asked lenses for."""
     changed = False
-    for uri in [u for u in ls.open_uris() if u in ls.lens_states]:
-        if ls.idle_for(uri) < LENS_DEBOUNCE:  # being typed in: after the pause, like any edit
-            ls.schedule_document(uri, LENS_DEBOUNCE)
+    for uri in [u for u in session.open_uris() if u in states]:
+        if session.idle_for(uri) < LENS_DEBOUNCE:  # being typed in: after the pause, like any edit
+            session.schedule_document(uri, LENS_DEBOUNCE)
             continue
         try:
-            await recompute(ls, uri, refresh=False)
+            await recompute(session, states, uri, refresh=False)
             changed = True
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001
             log.exception("code lenses for %s failed", uri)
     if changed:
-        await refresh_client(ls)
+        await refresh_client(session)
 
 
-def map_through_edits(ls: "SomaServer", uri: str,
-                      changes: Sequence[lsp.TextDocumentContentChangeEvent]) -> None:
+def map_through_edits(states: LensStates, uri: str, changes: Sequence[lsp.TextDocumentContentChangeEvent]) -> None:
     """Move the kept lenses with the text of these edits (called before the debounce)."""
-    state = ls.lens_states.get(uri)
+    state = states.get(uri)
     if state is None:
         return
     for change in changes:
@@ -169,24 +166,37 @@ def map_through_edits(ls: "SomaServer", uri: str,
     state.mapped = True
 
 
+async def settled(session: Session, states: LensStates, uri: str, delay: float, lenses: bool) -> None:
+    """A document settled (warnings first, `delay` after the last edit): its lenses follow once
+    typing has paused for `LENS_DEBOUNCE`."""
+    if lenses and uri in states:
+        await asyncio.sleep(max(0.0, LENS_DEBOUNCE - delay))
+        await recompute(session, states, uri)
+
+
 @contained(list, name="codeLens")
-async def code_lens(ls: "SomaServer", params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
-    if not ls.settings.code_lens:
+async def code_lens(session: Session, states: LensStates, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
+    if not session.settings.code_lens:
         return []
     uri = params.text_document.uri
-    state = ls.lens_states.get(uri)
-    document = ls.open_document(uri)
+    state = states.get(uri)
+    document = session.open_document(uri)
     if state is not None and document is not None:
-        fresh = state.version == document.version and state.key == _key(ls)
-        if fresh or ls.idle_for(uri) < LENS_DEBOUNCE:
+        fresh = state.version == document.version and state.key == _key(session.snapshot())
+        if fresh or session.idle_for(uri) < LENS_DEBOUNCE:
             return [lens.to_lsp() for lens in state.lenses]
     if document is None:
-        snap = ls.snapshot(uri)  # not open: compute without keeping
-        lenses = await ls.run_query(compute, ls.index, snap, ls.settings, ls.now())
+        lenses = await session.run_query(compute, session.snapshot(uri))  # not open: compute without keeping
     else:
-        lenses = await recompute(ls, uri, refresh=False)
+        lenses = await recompute(session, states, uri, refresh=False)
     return [lens.to_lsp() for lens in lenses]
 
 
-def register(ls: "SomaServer") -> None:
-    ls.feature(lsp.TEXT_DOCUMENT_CODE_LENS, lsp.CodeLensOptions(resolve_provider=False))(code_lens)
+def register(session: Session, pools: object) -> None:
+    states: LensStates = {}
+    session.handle(lsp.TEXT_DOCUMENT_CODE_LENS, code_lens, states,
+                   options=lsp.CodeLensOptions(resolve_provider=False))
+    session.edited.subscribe(partial(map_through_edits, states))
+    session.settled.subscribe(partial(settled, session, states))
+    session.closed.subscribe(lambda uri: states.pop(uri, None))
+    session.stale.subscribe(lambda: session.spawn(recompute_all(session, states)))

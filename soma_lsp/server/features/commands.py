@@ -10,25 +10,28 @@
   resolves outside the workspace folders — e.g. through a symlink — is not followed).
 * `soma.poolStatus` `{}` → `{version, pools, records, files, errors, indexing}`.
 
-A malformed argument gets a JSON-RPC -32602 error saying what is wrong; an unknown command too. A
-command that fails inside answers -32603 with the reason. Commands run as cancellable tasks.
+Each command is registered with pygls (`ls.command`) and takes the raw argument list: it checks it
+itself, and a malformed argument gets a JSON-RPC -32602 error saying what is wrong (an unknown
+command too, from `protocol`). A command that fails inside answers -32603 with the reason. Commands
+run as cancellable tasks (`protocol.SomaProtocol.lsp_workspace__execute_command`).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 
-from ..query import build_query, definitions, find_definition
-from . import convert
-from .related import find_related, retrieval_query, tied_records
-
-if TYPE_CHECKING:
-    from .server import SomaServer
+from ...query import build_query, definitions, find_definition
+from ...records import kind_of
+from .. import convert
+from ..pool_service import PoolService
+from ..related import find_related, tied_records
+from ..session import Session
 
 log = logging.getLogger("soma_lsp.server")
 
@@ -44,12 +47,6 @@ class BadArgument(JsonRpcInvalidParams):
         super().__init__(f"{command}: {problem}")
 
 
-def _kind(value: Any) -> str:
-    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list",
-             dict: "an object", type(None): "null"}
-    return names.get(type(value), type(value).__name__)
-
-
 def _argument(command: str, arguments: Any, *, optional: bool) -> dict[str, Any]:
     """The single argument object (commands taking `{}` also accept no argument or null)."""
     if arguments is None or len(arguments) == 0:
@@ -57,14 +54,14 @@ def _argument(command: str, arguments: Any, *, optional: bool) -> dict[str, Any]
             return {}
         raise BadArgument(command, "expected one argument object, got none")
     if not isinstance(arguments, list | tuple):
-        raise BadArgument(command, f"expected a list of arguments, got {_kind(arguments)}")
+        raise BadArgument(command, f"expected a list of arguments, got {kind_of(arguments)}")
     if len(arguments) != 1:
         raise BadArgument(command, f"expected one argument object, got {len(arguments)} arguments")
     value = arguments[0]
     if value is None and optional:
         return {}
     if not isinstance(value, dict):
-        raise BadArgument(command, f"expected an argument object, got {_kind(value)}")
+        raise BadArgument(command, f"expected an argument object, got {kind_of(value)}")
     return value
 
 
@@ -75,6 +72,11 @@ def _no_unknown(command: str, value: dict, allowed: set[str]) -> None:
                                    f"{', '.join(sorted(allowed)) or 'none'}")
 
 
+def _no_arguments(command: str, arguments: Any) -> None:
+    """A command taking `{}` (or no argument, or null)."""
+    _no_unknown(command, _argument(command, arguments, optional=True), set())
+
+
 def _int(command: str, value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise BadArgument(command, f"{where}: expected a non-negative integer, got {value!r}")
@@ -83,7 +85,7 @@ def _int(command: str, value: Any, where: str) -> int:
 
 def _position(command: str, value: Any, where: str) -> tuple[int, int]:
     if not isinstance(value, dict):
-        raise BadArgument(command, f"{where}: expected {{line, character}}, got {_kind(value)}")
+        raise BadArgument(command, f"{where}: expected {{line, character}}, got {kind_of(value)}")
     for key in ("line", "character"):
         if key not in value:
             raise BadArgument(command, f"{where}.{key}: is required")
@@ -92,13 +94,14 @@ def _position(command: str, value: Any, where: str) -> tuple[int, int]:
 
 def _range(command: str, value: Any) -> tuple[tuple[int, int], tuple[int, int]]:
     if not isinstance(value, dict) or "start" not in value or "end" not in value:
-        raise BadArgument(command, f"range: expected {{start, end}}, got {_kind(value) if not isinstance(value, dict) else 'an object without start/end'}")
+        raise BadArgument(command, f"range: expected {{start, end}}, got {kind_of(value) if not isinstance(value, dict) else 'an object without start/end'}")
     return _position(command, value["start"], "range.start"), _position(command, value["end"], "range.end")
 
 
 # -- the commands ------------------------------------------------------------------------------------
 
-async def find_related_experiments(ls: "SomaServer", arguments: Any) -> list[dict[str, Any]]:
+async def find_related_experiments(session: Session, pools: PoolService,
+                                   arguments: Any) -> list[dict[str, Any]]:
     command = FIND_RELATED
     arg = _argument(command, arguments, optional=False)
     _no_unknown(command, arg, {"uri", "position", "range", "text", "limit"})
@@ -107,61 +110,59 @@ async def find_related_experiments(ls: "SomaServer", arguments: Any) -> list[dic
         raise BadArgument(command, f"uri: expected a document URI string, got {uri!r}")
     text = arg.get("text")
     if text is not None and not isinstance(text, str):
-        raise BadArgument(command, f"text: expected a string, got {_kind(text)}")
+        raise BadArgument(command, f"text: expected a string, got {kind_of(text)}")
     if uri is None and text is None:
         raise BadArgument(command, "expected a uri (with an optional position or range) or a text")
     position = _position(command, arg["position"], "position") if arg.get("position") is not None else None
     selection = _range(command, arg["range"]) if arg.get("range") is not None else None
     limit = _int(command, arg["limit"], "limit") if arg.get("limit") is not None else DEFAULT_LIMIT
-    await ls.loaded.wait()  # asked right after start: answer from the pool, not from an empty index
-    settings, now, index = ls.settings, ls.now(), ls.index
+    await session.loaded.wait()  # asked right after start: answer from the pool, not from an empty index
 
     if uri is None:
+        snap = session.snapshot()
+
         def work():
-            query = retrieval_query(None, settings, now, text=text, limit=None)
-            return find_related(index, query, (), min_score=settings.min_score, limit=limit or None,
+            query = snap.retrieval_query(None, text=text, limit=None)
+            return find_related(snap.index, query, (), min_score=snap.settings.min_score, limit=limit or None,
                                 min_terms=1)
-        related = await ls.run_query(work)
+        related = await session.run_query(work)
     else:
         try:
-            snap = ls.snapshot(uri)
+            snap = session.snapshot(uri)
         except Exception as error:  # noqa: BLE001
             raise BadArgument(command, f"uri: cannot read {uri}: {error}") from None
 
         def work():
-            built = build_query(snap.source, snap.name, position=position, selection=selection, scope="find")
-            defs = definitions(snap.source, snap.name)
-            tied = tied_records(index, snap.relpath, built.scope, defs, file_scope_takes_all=True)
-            query = retrieval_query(built, settings, now, text=text, limit=None)
-            return find_related(index, query, tied, min_score=settings.min_score, limit=limit or None)
-        related = await ls.run_query(work)
+            doc = snap.document
+            built = build_query(doc.source, doc.name, position=position, selection=selection, scope="find")
+            defs = definitions(doc.source, doc.name)
+            tied = tied_records(snap.index, doc.relpath, built.scope, defs, file_scope_takes_all=True)
+            query = snap.retrieval_query(built, text=text, limit=None)
+            return find_related(snap.index, query, tied, min_score=snap.settings.min_score,
+                                limit=limit or None)
+        related = await session.run_query(work)
     return [convert.result(scored, tied) for scored, tied in related.shown(limit or len(related.tied) + len(related.ranked))]
 
 
-async def reload_pool(ls: "SomaServer", arguments: Any) -> dict[str, Any]:
-    arg = _argument(RELOAD_POOL, arguments, optional=True)
-    _no_unknown(RELOAD_POOL, arg, set())
-    await ls.reload_pool()
-    return ls.status()
+async def reload_pool(session: Session, pools: PoolService, arguments: Any) -> dict[str, Any]:
+    _no_arguments(RELOAD_POOL, arguments)
+    await pools.start()
+    return pools.status()
 
 
-async def show_experiment(ls: "SomaServer", arguments: Any) -> dict[str, Any]:
+async def show_experiment(session: Session, pools: PoolService, arguments: Any) -> dict[str, Any]:
     arg = _argument(SHOW_EXPERIMENT, arguments, optional=False)
     _no_unknown(SHOW_EXPERIMENT, arg, {"id"})
     record_id = arg.get("id")
     if not isinstance(record_id, str) or not record_id:
         raise BadArgument(SHOW_EXPERIMENT, f"id: expected an experiment id string, got {record_id!r}")
-    await ls.loaded.wait()
-    record = ls.index.get(record_id)
+    await session.loaded.wait()
+    record = session.snapshot().index.get(record_id)
     if record is None:
         raise BadArgument(SHOW_EXPERIMENT, f"id: no experiment {record_id!r} in the pool")
     result = convert.record_json(record)
-    open_sources = {}
-    for uri in ls.open_uris():
-        document, path = ls.open_document(uri), convert.uri_to_path(uri)
-        if document is not None and path:
-            open_sources[convert.real(path)] = document.source
-    result["code_locations"] = await ls.run_query(code_locations, record, ls.folders(), open_sources)
+    result["code_locations"] = await session.run_query(code_locations, record, session.folders(),
+                                                       session.open_sources())
     return result
 
 
@@ -203,13 +204,12 @@ def _range_json(span) -> dict[str, Any]:
     return {"start": {"line": sl, "character": sc}, "end": {"line": el, "character": ec}}
 
 
-async def pool_status(ls: "SomaServer", arguments: Any) -> dict[str, Any]:
-    arg = _argument(POOL_STATUS, arguments, optional=True)
-    _no_unknown(POOL_STATUS, arg, set())
-    return ls.status()
+async def pool_status(session: Session, pools: PoolService, arguments: Any) -> dict[str, Any]:
+    _no_arguments(POOL_STATUS, arguments)
+    return pools.status()
 
 
-COMMANDS: dict[str, Callable[["SomaServer", Any], Awaitable[Any]]] = {
+COMMANDS: dict[str, Callable[[Session, PoolService, Any], Awaitable[Any]]] = {
     FIND_RELATED: find_related_experiments,
     RELOAD_POOL: reload_pool,
     SHOW_EXPERIMENT: show_experiment,
@@ -217,25 +217,24 @@ COMMANDS: dict[str, Callable[["SomaServer", Any], Awaitable[Any]]] = {
 }
 
 
-async def execute(ls: "SomaServer", command: str, arguments: Any) -> Any:
-    handler = COMMANDS.get(command)
-    if handler is None:
-        raise JsonRpcInvalidParams(f"unknown command {command!r}; soma-lsp runs {', '.join(COMMANDS)}")
-    try:
-        return await handler(ls, arguments)
-    except JsonRpcException:
-        raise
-    except Exception as error:  # noqa: BLE001 - a failing command answers an error, never silence
-        log.exception("command %s failed", command)
-        ls.report_feature_failure(command, error)
-        raise JsonRpcInternalError(f"{command} failed: {type(error).__name__}: {error}") from None
+def _answered(session: Session, command: str, handler: Callable[[Any], Awaitable[Any]]):
+    """A command's errors as answers: JSON-RPC errors raised on purpose (-32602) pass through;
+    anything else is logged, reported and answered -32603 with the reason — never silence."""
+
+    async def run(arguments: Any) -> Any:
+        try:
+            return await handler(arguments)
+        except JsonRpcException:
+            raise
+        except Exception as error:  # noqa: BLE001
+            log.exception("command %s failed", command)
+            session.report_feature_failure(command, error)
+            raise JsonRpcInternalError(f"{command} failed: {type(error).__name__}: {error}") from None
+
+    return run
 
 
-def register(ls: "SomaServer") -> None:
-    """Advertise the commands (executeCommandProvider); `SomaProtocol` dispatches to `execute`."""
-    for name in COMMANDS:
-        ls.command(name)(_advertised)
-
-
-def _advertised(*args: Any) -> None:  # never called: dispatch goes through `execute`
-    raise RuntimeError("dispatched by SomaProtocol.lsp_workspace__execute_command")
+def register(session: Session, pools: PoolService) -> None:
+    """Each command through pygls (`executeCommandProvider` lists them); run by `protocol`."""
+    for name, handler in COMMANDS.items():
+        session.server.command(name)(_answered(session, name, functools.partial(handler, session, pools)))

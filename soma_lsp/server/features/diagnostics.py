@@ -15,20 +15,18 @@ or the settings change.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from functools import partial
 
 from lsprotocol import types as lsp
 
-from ..pool import LivePool, normalize
-from ..query import definitions, find_definition
-from ..records import Record
-from ..retrieval import LiveIndex, is_dead_end
-from . import convert
-from .guard import contained
-from .markdown import plain
-
-if TYPE_CHECKING:
-    from .server import Snapshot, SomaServer
+from ...pool import normalize
+from ...query import definitions, find_definition
+from ...records import Record
+from ...retrieval import is_dead_end
+from .. import convert
+from ..guard import contained
+from ..markdown import plain
+from ..session import Session, Snapshot
 
 SOURCE = "soma"
 SEVERITY = {"warning": lsp.DiagnosticSeverity.Warning, "information": lsp.DiagnosticSeverity.Information,
@@ -55,19 +53,20 @@ def dead_end_message(record: Record) -> str:
     return text
 
 
-def dead_ends(index: LiveIndex, snap: "Snapshot", severity: str) -> list[lsp.Diagnostic]:
-    if severity not in SEVERITY or not snap.relpath:
+def dead_ends(snap: Snapshot) -> list[lsp.Diagnostic]:
+    severity, doc = snap.settings.dead_end_severity, snap.document
+    if severity not in SEVERITY or not doc.relpath:
         return []
-    records = [r for r in index.tied_to(snap.relpath) if is_dead_end(r)]
+    records = [r for r in snap.index.tied_to(doc.relpath) if is_dead_end(r)]
     if not records:
         return []
-    lines = snap.lines
-    defs = definitions(snap.source, snap.name)
+    lines = doc.lines
+    defs = definitions(doc.source, doc.name)
     out: list[lsp.Diagnostic] = []
     for record in records:
         targets: list[lsp.Range] = []
         for tie in record.code:
-            if tie.path != snap.relpath:
+            if tie.path != doc.relpath:
                 continue
             if tie.symbol is None:
                 span = file_anchor(lines)
@@ -89,12 +88,13 @@ def dead_ends(index: LiveIndex, snap: "Snapshot", severity: str) -> list[lsp.Dia
     return out
 
 
-def pool_problems(pool: LivePool | None, snap: "Snapshot") -> list[lsp.Diagnostic]:
-    if pool is None or snap.path is None:
+def pool_problems(snap: Snapshot) -> list[lsp.Diagnostic]:
+    pool, doc = snap.pool, snap.document
+    if pool is None or doc.path is None:
         return []
-    lines = snap.lines
+    lines = doc.lines
     out = []
-    for problem in pool.problems_for(normalize(snap.path)):
+    for problem in pool.problems_for(normalize(doc.path)):
         line = min(max(problem.line, 0), max(len(lines) - 1, 0))
         message = f"{problem.field}: {problem.message}" if problem.field else problem.message
         out.append(lsp.Diagnostic(
@@ -104,22 +104,30 @@ def pool_problems(pool: LivePool | None, snap: "Snapshot") -> list[lsp.Diagnosti
     return out
 
 
-def compute(index: LiveIndex, pool: LivePool | None, snap: "Snapshot", severity: str) -> list[lsp.Diagnostic]:
-    return dead_ends(index, snap, severity) + pool_problems(pool, snap)
+def compute(snap: Snapshot) -> list[lsp.Diagnostic]:
+    return dead_ends(snap) + pool_problems(snap)
 
 
 @contained(name="diagnostics")
-async def publish(ls: "SomaServer", uri: str) -> None:
-    if uri not in ls.open_uris():
+async def publish(session: Session, uri: str, delay: float = 0.0, lenses: bool = True) -> None:
+    """A document settled: publish its diagnostics (unless it changed meanwhile)."""
+    if uri not in session.open_uris():
         return
-    snap = ls.snapshot(uri)
-    found = await ls.run_query(compute, ls.index, ls.pool, snap, ls.settings.dead_end_severity)
-    current = ls.open_document(uri)
-    if current is None or current.version != snap.version:
+    snap = session.snapshot(uri)
+    found = await session.run_query(compute, snap)
+    current = session.open_document(uri)
+    if current is None or current.version != snap.document.version:
         return  # superseded: the next scheduled run publishes for the newer text
-    ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=found,
-                                                                      version=snap.version))
+    session.server.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
+        uri=uri, diagnostics=found, version=snap.document.version))
 
 
-def register(ls: "SomaServer") -> None:
-    """Diagnostics are pushed (see `SomaServer.schedule_document`); nothing to register."""
+def clear(session: Session, uri: str) -> None:
+    """A document closed: its diagnostics go."""
+    session.server.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+
+def register(session: Session, pools: object) -> None:
+    """Diagnostics are pushed when a document settles, and cleared when it closes."""
+    session.settled.subscribe(partial(publish, session))
+    session.closed.subscribe(partial(clear, session))

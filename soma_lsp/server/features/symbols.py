@@ -10,18 +10,15 @@ is the record's file and line.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
 
-from ..records import Record
-from ..retrieval import LiveIndex, is_dead_end
-from . import convert
-from .guard import contained
-from .markdown import plain
-
-if TYPE_CHECKING:
-    from .server import SomaServer
+from ...records import Record
+from ...retrieval import LiveIndex, is_dead_end
+from .. import convert
+from ..guard import contained
+from ..markdown import plain
+from ..session import Session
 
 MAX_SYMBOLS = 200
 
@@ -56,9 +53,9 @@ def compute(index: LiveIndex, query: str) -> list[lsp.SymbolInformation]:
 
 
 @contained(list, name="workspaceSymbol")
-async def workspace_symbol(ls: "SomaServer", params: lsp.WorkspaceSymbolParams) -> list[lsp.SymbolInformation]:
-    return await ls.run_query(compute, ls.index, params.query or "")
+async def workspace_symbol(session: Session, params: lsp.WorkspaceSymbolParams) -> list[lsp.SymbolInformation]:
+    return await session.run_query(compute, session.snapshot().index, params.query or "")
 
 
-def register(ls: "SomaServer") -> None:
-    ls.feature(lsp.WORKSPACE_SYMBOL)(workspace_symbol)
+def register(session: Session, pools: object) -> None:
+    session.handle(lsp.WORKSPACE_SYMBOL, workspace_symbol)

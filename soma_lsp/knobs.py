@@ -1,0 +1,48 @@
+"""Knob settings written in a record's text: `lr=3e-3`, `rope_theta = 1000000`, `warmup=2k`.
+
+Researchers write the settings a run differed in as `key=value` words in its name, notes or
+conclusion, and trackers keep them as params. Two runs, or a run and a line of code, set the same
+knob to the same value when their keys match and their values are equal — as numbers where both
+read as numbers (`1e6` = `1_000_000` = `1000000`), else as text, case-insensitively.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import NamedTuple
+
+_SETTING = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_.\-]{0,63})\s*[=:]\s*([^\s,;()\[\]{}]{1,64})")
+_SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9}
+
+
+def canonical_value(value: str) -> str:
+    """A knob's value in one spelling: numbers as Python's shortest float repr (`1e6` → `1000000.0`),
+    `2k` → `2000.0`, text lower-cased and stripped of quotes and a trailing full stop."""
+    text = value.strip().strip("'\"").rstrip(".").lower()
+    number = text.replace("_", "")
+    scale = 1.0
+    if number[-1:] in _SUFFIX and number[:-1]:
+        number, scale = number[:-1], _SUFFIX[number[-1]]
+    try:
+        parsed = float(number) * scale
+    except ValueError:
+        return text
+    return repr(parsed) if math.isfinite(parsed) else text
+
+
+class Knob(NamedTuple):
+    """One setting: `value` compares (canonical), `text` is how it was written."""
+
+    value: str
+    text: str
+
+
+def knob_settings(text: str | None) -> dict[str, Knob]:
+    """The `key=value` (or `key: value`) settings in `text` by lower-cased key (the last one wins
+    when a key repeats)."""
+    if not text:
+        return {}
+    return {key.lower(): Knob(canonical_value(value), value) for key, value in _SETTING.findall(text)}

@@ -1,0 +1,175 @@
+"""The approximate step of ranking: every slot's score in float32, within a proven bound, and the
+slots that can make the cut.
+
+Exact, not approximately exact: float32 is used only to choose which slots to score; every score,
+component and order `rank` returns is the float64 value of the exact step (`exact`).
+
+Why the bound holds. Let u = 2⁻²⁴, float32's unit roundoff.
+* bm25 (`_approximate`): each of a query's n contributions idf·tf_part is computed in float64,
+  rounded to float32 once, and added once in float32. Every step is off by at most u relative, and
+  the values are all positive, so no cancellation can magnify an error: the float32 sum is within a
+  relative (2n + 1)·u of the exact one, in any order of addition (so dense terms may go first). ε is
+  twice that, for safety.
+* lexical = bm25 / max bm25 is a ratio of two values each within ε: within 3ε, times w' ≤ 1.
+* the rest of the score (`_candidates`): a few float32 roundings of values ≤ 1, each off by at most
+  u: 64·u bounds their sum's error; plus (2m + 8)·u for the structural term of a query with m
+  components (its shared count is a float32 sum of m values); plus, when recency cannot be formed in
+  float32 (the decay factor would overflow), recency's whole weight, since recency ∈ [0, 1].
+  Together: every approximate score is within δ of the exact one.
+* the cut: a slot whose approximate score is more than 2δ below the limit-th best approximate score
+  cannot be in the exact top `limit` (each side moves by at most δ), so only slots within 2δ of it
+  are scored exactly (`_top_within`: through block maxima, then a partition) — usually about `limit`.
+* the lexical max: the slot holding the true max has approximate ≥ max·(1 − ε) ≥ (approximate
+  max)·(1 − 2ε), so the exact step looks for it only among slots within 2ε of the approximate max.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .. import terms as T
+from . import tuning
+
+if TYPE_CHECKING:
+    from .resolved import _Query
+
+
+class _ApproximatePass:
+    """The approximate step (a part of `LiveIndex`, on the state `live` holds; `ranking` calls it)."""
+
+    def _approximate(self, q: "_Query") -> "_Approximate | None":
+        """bm25 of every slot in float32 (None when no query term occurs in the pool).
+
+        Each of the n contributions is rounded to float32 once and added once in float32, each step
+        off by at most u = 2⁻²⁴ relative on sums of positive values, so (2n + 1)·u bounds the
+        relative error; ε is twice that, for safety."""
+        if not q.keys.size:
+            return None
+        norm, n = self._length_norm(), len(self._slot_of)
+        dense = self._dense_fraction() * self._terms.doc_freq[q.keys] >= n
+        vectors = [self._contributions.dense(self._layout, self._terms.segments, key, idf_t, norm)
+                   for key, idf_t, is_dense in zip(q.keys.tolist(), q.idf, dense.tolist()) if is_dense]
+        if len(vectors) >= 2:  # the error bound holds in any order of addition: dense terms first
+            bm25 = vectors[0] + vectors[1]
+        else:
+            bm25 = vectors[0].copy() if vectors else np.zeros(self._columns.size, dtype=np.float32)
+        for vector in vectors[2:]:
+            bm25 += vector
+        wide = self._contributions.fits_wide(self._terms.posted)
+        for key, idf_t, is_dense in zip(q.keys.tolist(), q.idf, dense.tolist()):
+            if is_dense:
+                continue
+            for segment in self._terms.segments:
+                found = self._contributions.sparse(self._layout, segment, key, idf_t, norm, wide)
+                if found is not None:
+                    np.add.at(bm25, *found)
+        top = float(bm25.max() if self._dead().size == 0 else
+                    np.max(bm25, where=self._columns.view("alive"), initial=0.0))
+        return _Approximate(bm25, top, 2 * (2 * q.keys.size + 1) * 2.0 ** -24)
+
+    def _candidates(self, q: "_Query", limit: int, relevant_only: bool,
+                    approximate: "_Approximate | None") -> np.ndarray:
+        """Slots that may be among the top `limit` (sorted): every approximate score is within δ of
+        the exact one, so a slot 2δ below the limit-th best approximate score cannot be.
+
+        The approximate score is assembled in float32 (half the memory traffic of float64): a few
+        roundings of values ≤ 1, each off by at most u = 2⁻²⁴, so 64·u bounds their sum's error, plus
+        (2m + 8)·u for the structural term of a query with m components (its shared count is a float32
+        sum of m values)."""
+        columns, w = self._columns, q.weighting
+        f32 = np.float32
+        delta = 64 * 2.0 ** -24
+        with np.errstate(over="ignore"):  # an infinite factor is handled below
+            factor = T.decay_factor(w["t_ref"], q.now, q.half_life_days) if q.now is not None else 0.0
+        if q.now is not None and factor < 2.0 ** 64:  # beyond, float32 could overflow: no recency here
+            score = w["float32"]["recency_weighted"] * f32(factor)
+            order, times = self._by_time()
+            future = order[np.searchsorted(times, q.now):]  # recency 1.0, not the decayed value
+            score[future] = w["float32"]["recency"][future]
+            score += w["float32"]["importance"]
+        else:
+            score = w["float32"]["importance"].copy()
+            if q.now is not None:  # recency ∈ [0, 1] is unknown here: widen the margin by its weight
+                delta += float(w["float32"]["recency"].max(initial=0.0))
+        if approximate is not None:
+            lexical = w["float32"]["lexical"] * approximate.bm25
+            lexical *= f32(1.0 / approximate.top)
+            score += lexical
+            delta += 3 * approximate.error  # a ratio of two values each within ε, times w' ≤ 1
+        shared = self._shared_everywhere(q, np.float32) if q.bag_total > 0 else None
+        if shared is not None:
+            structural = shared / (f32(q.bag_total) + w["float32"]["arch_total"] - shared)
+            structural *= w["float32"]["structural"]
+            score += structural
+            delta += (2 * len(q.bag) + 8) * 2.0 ** -24
+        score[self._dead()] = -np.inf
+        if relevant_only:
+            relevant = (approximate.bm25 > 0) if approximate is not None else np.zeros(columns.size, bool)
+            if shared is not None:
+                relevant |= shared > 0
+            score[~relevant] = -np.inf
+        return _top_within(score, limit, 2 * delta)
+
+    def _by_time(self) -> tuple[np.ndarray, np.ndarray]:
+        """Timed slots in time order, and their times (per layout)."""
+        cache = self._per_layout()
+        if "by_time" not in cache:
+            time = self._columns.view("time")
+            order = np.argsort(time, kind="stable")
+            order = order[~np.isnan(time[order])]
+            cache["by_time"] = (order, time[order])
+        return cache["by_time"]
+
+    def _dense_fraction(self) -> int:
+        cache = self._per_layout()
+        if "dense_fraction" not in cache:
+            cache["dense_fraction"] = self._contributions.dense_fraction(self._terms.doc_freq, len(self._slot_of))
+        return cache["dense_fraction"]
+
+    def _dead(self) -> np.ndarray:
+        cache = self._per_layout()
+        if "dead" not in cache:
+            cache["dead"] = np.flatnonzero(~self._columns.view("alive"))
+        return cache["dead"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Approximate:
+    """Every slot's bm25 in float32, within a relative `error` of the exact value; `top` is the
+    largest over live slots."""
+
+    bm25: np.ndarray
+    top: float
+    error: float
+
+
+def _top_within(score: np.ndarray, limit: int, margin: float, blocks: int = 1024) -> np.ndarray:
+    """Sorted indices whose score is within `margin` of the limit-th best finite score, or above it
+    (all finite ones when there are at most `limit`).
+
+    The limit-th best is at least the limit-th best of block maxima (limit blocks each hold a value
+    that high), so one cheap pass over block maxima narrows the search before the exact partition."""
+    n_blocks = max(limit, blocks)
+    if score.size > 4 * n_blocks:
+        floor = np.partition(np.maximum.reduceat(score, _block_starts(score.size, n_blocks)),
+                             n_blocks - limit)[n_blocks - limit]
+        pool = np.flatnonzero(score >= floor - margin if floor > -np.inf else score > -np.inf)
+    else:
+        pool = np.flatnonzero(score > -np.inf)
+    if pool.size <= limit:
+        return pool
+    values = score[pool]
+    kth = np.partition(values, pool.size - limit)[pool.size - limit]
+    return pool[values >= kth - margin]
+
+
+@lru_cache(maxsize=8)
+def _block_starts(size: int, blocks: int) -> np.ndarray:
+    """Where each of `blocks` nearly equal blocks of `size` values starts (per pool size, kept)."""
+    starts = np.linspace(0, size, blocks, endpoint=False).astype(np.int64)
+    starts.flags.writeable = False
+    return starts

@@ -1,0 +1,136 @@
+"""The exact step of ranking: the components and score of chosen slots, in float64.
+
+Every value `rank` returns comes from here, by the same arithmetic whichever way the slots were
+chosen (all live slots for `limit=None`; the approximate step's candidates otherwise): bm25 summed term
+by term in query order, the structural term component by component in query order, the score as
+Σ w'_i·c_i term by term in spec order. So a cut ranking equals the full ranking cut, bit for bit.
+Few slots are looked up in the postings (`_Segment.counts_at`), many are scattered from all postings
+(past FEW_SLOTS) — the same arithmetic either way.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import terms as T
+from .contributions import _contribution
+from . import tuning
+
+if TYPE_CHECKING:
+    from .approximate import _Approximate
+    from .resolved import _Query
+
+
+class _ExactPass:
+    """The exact step (a part of `LiveIndex`, on the state `live` holds; `ranking` calls it)."""
+
+    def _bm25_at(self, q: "_Query", slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Exact bm25 of these (sorted, distinct) slots, summed term by term in query order, and which
+        query keys each slot's document holds (keys × slots): a few slots are looked up in the postings
+        of the segments that may hold them, many are scattered from all postings — the same arithmetic
+        either way."""
+        norm = self._length_norm()
+        matched = np.zeros((q.keys.size, slots.size), dtype=bool)
+        if slots.size > tuning.FEW_SLOTS:
+            bm25, posted_here = np.zeros(self._columns.size), np.zeros(self._columns.size, dtype=bool)
+            for row, (key, idf_t) in enumerate(zip(q.keys.tolist(), q.idf)):
+                posted_here[:] = False
+                for _, posted, tf in self._terms.lookup(key):
+                    bm25[posted] += _contribution(idf_t, tf, norm[posted])  # distinct within a segment
+                    posted_here[posted] = True
+                matched[row] = posted_here[slots]
+            return bm25[slots], matched
+        bm25 = np.zeros(slots.size)
+        idf = np.asarray(q.idf)[:, None]
+        for segment in self._terms.segments:  # a slot's postings are all in one segment
+            start, end = np.searchsorted(slots, (segment.first, segment.last + 1)).tolist()
+            if start == end:
+                continue
+            inside = slots[start:end]
+            tf = segment.counts_at(q.keys, inside).astype(np.float64)
+            matched[:, start:end] |= tf > 0
+            # term by term (a running sum: `sum` may add pairwise); 0.0 where a term is absent
+            bm25[start:end] += np.cumsum(idf * T.tf_part(tf, norm[inside]), axis=0)[-1]
+        return bm25, matched
+
+    def _shared_at(self, q: "_Query", slots: np.ndarray) -> np.ndarray:
+        """Exact Σ_c min(q_c, r_c) of these slots, component by component in query order, with the
+        counts as the postings hold them (float32): few slots from their records, many from postings."""
+        if slots.size > tuning.FEW_SLOTS:
+            return self._shared_everywhere(q, np.float64)[slots]
+        shared = np.zeros(slots.size)
+        for i, slot in enumerate(slots.tolist()):
+            bag, total = T.component_bag(self._slot_records[slot].architecture), 0.0
+            for name, q_count in q.bag.items():
+                count = bag.get(name)
+                if count is not None:
+                    total += min(q_count, float(np.float32(count)))
+            shared[i] = total
+        return shared
+
+    def _shared_everywhere(self, q: "_Query", dtype: type) -> np.ndarray:
+        """Σ_c min(q_c, r_c) at every slot, scattered from the postings, component by component in
+        query order, in `dtype` (float32 for the approximate pass)."""
+        shared = np.zeros(self._columns.size, dtype=dtype)
+        parts = self._per_layout().setdefault("components", {})  # (segment, key) → (least count, slots)
+        wide = self._contributions.fits_wide(self._components.posted)
+        for key, q_count in zip(self._components.keys_of(list(q.bag)).tolist(), q.bag.values()):
+            if key < 0:
+                continue
+            for segment, slots, counts in self._components.lookup(key):
+                found = parts.get((segment, key))
+                if found is None:  # slots scattered through, as the contributions' (`fits_wide`)
+                    found = parts[(segment, key)] = (float(counts.min()), slots.astype(np.intp) if wide else slots)
+                floor, slots = found
+                if floor >= q_count:  # the common case (a query counts each component once): one scalar
+                    np.add.at(shared, slots, dtype(q_count))
+                else:
+                    np.add.at(shared, slots, np.minimum(counts.astype(dtype, copy=False), dtype(q_count)))
+        return shared
+
+    def _exact(self, q: "_Query", slots: np.ndarray, approximate: "_Approximate | None") -> dict[str, Any]:
+        """Exact components and scores of these slots. The lexical max is exact too: it is looked up
+        among the live slots that can hold it — with an approximation, only those within 2ε of its max."""
+        bm25, max_bm25, matched = np.zeros(slots.size), 0.0, np.zeros((0, slots.size), dtype=bool)
+        if q.keys.size:
+            alive = self._columns.view("alive")
+            if approximate is None:
+                contenders = np.flatnonzero(alive)
+            else:  # the true max's slot has approximate ≥ max·(1 − ε) ≥ (approximate max)·(1 − 2ε)
+                contenders = np.flatnonzero(approximate.bm25 >= approximate.top * (1 - 2 * approximate.error))
+                contenders = contenders[alive[contenders]]
+            both = np.union1d(contenders, slots)
+            exact, matched_both = self._bm25_at(q, both)
+            at = np.searchsorted(both, slots)
+            bm25, max_bm25, matched = exact[at], float(exact.max(initial=0.0)), matched_both[:, at]
+        return {**self._components_of(q, slots, bm25, max_bm25), "matched": matched}
+
+    def _components_of(self, q: "_Query", slots: np.ndarray, bm25: np.ndarray, max_bm25: float) -> dict[str, Any]:
+        """Each slot's components and score, Σ w'_i·c_i summed term by term in SPEC order (a term
+        that does not apply has w' = 0 and value 0, which adds exactly nothing)."""
+        columns, w = self._columns, q.weighting
+        e_lexical, e_structural, e_recency = (e[slots] for e in w["effective"])
+        lexical = T.lexical(bm25, max_bm25)
+        score = e_lexical * lexical
+        structural = np.zeros(slots.size)
+        structural_applies = w["structural_applies"][slots]
+        if q.bag_total > 0:
+            # Σ q + Σ r − Σ min ≥ Σ q > 0: every Jaccard is defined; records without an
+            # architecture (the term does not apply) keep 0.
+            shared = self._shared_at(q, slots)
+            np.copyto(structural, T.structural(shared, q.bag_total, columns.arch_total[slots]),
+                      where=structural_applies)
+            score += e_structural * structural
+        recency = None
+        if q.now is not None:
+            # straight from the age (not the approximate pass's base · factor, which over- or
+            # underflows when a record lies far in the future of the others, say a year-9999 typo)
+            age_days = np.nan_to_num((q.now - columns.time[slots]) / T.SECONDS_PER_DAY)
+            recency = np.where(w["recency_applies"][slots], T.decay(age_days, q.half_life_days), 0.0)
+            score += e_recency * recency
+        score += w["importance"][slots]
+        return {"slots": slots, "score": score, "lexical": lexical, "structural": structural,
+                "recency": recency, "structural_applies": structural_applies,
+                "recency_applies": w["recency_applies"][slots], "classes": w["classes"][slots]}

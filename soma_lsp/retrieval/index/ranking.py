@@ -1,0 +1,169 @@
+"""Ranking: a query resolved against the index, scored in two steps, and its results.
+
+A ranked query needs every record's score only to find the top few. So `rank` first scores every
+slot approximately, in float32 (BM25 from cached float32 contributions), with a proven bound on the
+error, keeps the slots that could be in the top `limit` within that bound (`approximate`), and
+computes their components and scores exactly (`exact`: float64, the same arithmetic as the full pass
+`limit=None` takes, so both agree to the last bit — the property tests check it).
+
+What a query can reuse — per-record weightings per query shape, length norms, the approximate step's
+float32 contributions (`contributions`) — is kept per *layout* (a counter that moves with every
+update, merge or compaction) and dropped when it moves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from itertools import compress
+from typing import Any
+
+import numpy as np
+
+from .. import terms as T
+from ..model import TERMS, RetrievalQuery, ScoreComponents, ScoredRecord
+from ..tokenize import tokenize
+from .approximate import _ApproximatePass
+from .exact import _ExactPass
+from .resolved import _Query
+from . import tuning
+
+
+def _query_terms(text: str) -> list[str]:
+    """The distinct terms of the query text, in first-seen order (so explanations read naturally)."""
+    return list(dict.fromkeys(tokenize(text)))
+
+
+class _Ranking(_ExactPass, _ApproximatePass):
+    """`LiveIndex.rank` and `LiveIndex.score` (a part of `LiveIndex`, on the state `live` holds)."""
+
+    def rank(self, query: RetrievalQuery, *, relevant_only: bool = False,
+             min_score: float = 0.0) -> list[ScoredRecord]:
+        """SPEC 2.6: best first, exact ties by id, cut at `query.limit`. `relevant_only` keeps only
+        records with lexical > 0 or structural > 0 (SPEC 3's gate); `min_score` drops lower scores."""
+        with self._lock:
+            if query.limit == 0:
+                return []
+            q = self._resolve(query)
+            if query.limit is None:  # every slot is scored exactly: no approximation needed
+                slots, bm25 = np.flatnonzero(self._columns.view("alive")), None
+            else:
+                bm25 = self._approximate(q)
+                slots = self._candidates(q, query.limit, relevant_only, bm25)
+            exact = self._exact(q, slots, bm25)
+            keep = np.ones(slots.size, dtype=bool)
+            if relevant_only:
+                keep &= (exact["lexical"] > 0) | (exact["structural"] > 0)
+            if min_score > 0:
+                keep &= exact["score"] >= min_score
+            order = self._ordered(exact, np.flatnonzero(keep))
+            return self._scored(exact, order[:query.limit], q)
+
+    def score(self, query: RetrievalQuery, record_ids: Iterable[str]) -> list[ScoredRecord]:
+        """The scores `rank` would give these records (unknown ids are skipped), in the order given."""
+        with self._lock:
+            slots = np.array([self._slot_of[i] for i in record_ids if i in self._slot_of], dtype=np.int64)
+            if not slots.size:
+                return []
+            q = self._resolve(query)
+            exact = self._exact(q, slots, self._approximate(q))
+            return self._scored(exact, list(range(slots.size)), q)
+
+    def _resolve(self, query: RetrievalQuery) -> "_Query":
+        terms = _query_terms(query.text)
+        found, df = self._terms.keys_of(terms), self._terms.doc_freq
+        known = found >= 0
+        known[known] = df[found[known]] > 0
+        key_array, key_terms = found[known], list(compress(terms, known.tolist()))
+        bag = T.component_bag(query.architecture)
+        total = float(sum(bag.values()))
+        return _Query(
+            terms=terms, keys=key_array, key_terms=key_terms, idf=T.idf(len(self._slot_of), df[key_array]).tolist(),
+            bag=bag, bag_total=total, now=None if query.now is None else T.epoch_seconds(query.now),
+            half_life_days=query.half_life_days,
+            weighting=self._weighting(query, bool(terms), total > 0))
+
+    def _per_layout(self) -> dict[Any, Any]:
+        """Query caches valid while the layout stands (slots, segments, N and avgdl unchanged)."""
+        if self._cache_layout != self._layout:
+            self._layout_cache = {}
+            self._cache_layout = self._layout
+        return self._layout_cache
+
+    def _length_norm(self) -> np.ndarray:
+        cache = self._per_layout()
+        if "norm" not in cache:
+            n = len(self._slot_of)
+            avgdl = self._total_dl / n if n else 0.0
+            dl = self._columns.view("dl")
+            cache["norm"] = T.length_norm(dl, avgdl) if avgdl > 0 else np.full(dl.shape, T.K1)
+        return cache["norm"]
+
+    def _weighting(self, query: RetrievalQuery, lexical_applies: bool, query_has_architecture: bool) -> dict:
+        """What a query's score needs besides its lexical and structural values, per record: the
+        effective weights (one row per applicability class), w'·importance and recency's per-record
+        base. It depends only on the index layout and the query's shape, so it is kept between queries."""
+        weightings = self._per_layout().setdefault("weightings", {})  # query shape → weighting
+        key = (lexical_applies, query_has_architecture, query.now is not None, query.weights, query.half_life_days)
+        if key in weightings:
+            return weightings[key]
+        columns = self._columns
+        time = columns.view("time")
+        has_time = ~np.isnan(time)
+        structural_applies = (columns.view("arch_total") > 0) & query_has_architecture
+        recency_applies = has_time & (query.now is not None)
+        weights = np.asarray(query.weights.as_tuple())
+        applies = np.array([[lexical_applies, s, r, True] for s in (False, True) for r in (False, True)])
+        table = T.effective_weights(weights, applies)
+        classes = structural_applies.astype(np.intp) * 2 + recency_applies
+        t_ref = float(time[has_time].max()) if has_time.any() else 0.0
+        effective = [table[:, term][classes] for term in range(3)]
+        recency_base = np.where(has_time, T.decay_base(np.nan_to_num(time, nan=t_ref), t_ref,
+                                                       query.half_life_days), 0.0)
+        weighting = {
+            "table": table, "classes": classes, "t_ref": t_ref,
+            "structural_applies": structural_applies, "recency_applies": recency_applies,
+            "effective": effective, "importance": table[:, 3][classes] * columns.view("importance"),
+        }
+        weighting["float32"] = {  # the same, rounded, for `_candidates`
+            name: np.asarray(values, dtype=np.float32) for name, values in (
+                ("lexical", effective[0]), ("structural", effective[1]), ("recency", effective[2]),
+                ("importance", weighting["importance"]), ("recency_weighted", effective[2] * recency_base),
+                ("arch_total", columns.view("arch_total")))}
+        if len(weightings) >= tuning.WEIGHTINGS_KEPT:  # a handful of query shapes alternate (with or
+            weightings.pop(next(iter(weightings)))  # without architecture, …): keep them all
+        weightings[key] = weighting
+        return weighting
+
+    def _ordered(self, exact: Mapping[str, Any], rows: np.ndarray) -> list[int]:
+        """Rows by score descending, then record id ascending."""
+        records, slots, score = self._slot_records, exact["slots"], exact["score"]
+        return sorted(rows.tolist(), key=lambda i: (-score[i], records[slots[i]].id))
+
+    def _scored(self, exact: Mapping[str, Any], rows: list[int], q: "_Query") -> list[ScoredRecord]:
+        """The results of these rows, their values taken out of numpy once for all of them."""
+        if not rows:
+            return []
+        at = np.asarray(rows)
+        slots = exact["slots"][at]
+        score, lexical, structural = (exact[name][at].tolist() for name in ("score", "lexical", "structural"))
+        recency = exact["recency"][at].tolist() if exact["recency"] is not None else [None] * at.size
+        structural_applies = exact["structural_applies"][at].tolist()
+        recency_applies = exact["recency_applies"][at].tolist()
+        weights = q.weighting["table"][exact["classes"][at]].tolist()
+        matched = exact["matched"][:, at].T.tolist()
+        importance, dead_end = self._columns.importance[slots].tolist(), self._columns.dead_end[slots].tolist()
+        query_components = set(q.bag)
+        results = []
+        for i, slot in enumerate(slots.tolist()):
+            record = self._slot_records[slot]
+            components = ScoreComponents(
+                lexical=lexical[i] if q.terms else None,
+                structural=structural[i] if structural_applies[i] else None,
+                recency=recency[i] if recency_applies[i] else None,
+                importance=importance[i],
+                weights=dict(zip(TERMS, weights[i])),
+                matched_terms=tuple(compress(q.key_terms, matched[i])),
+                shared_components=tuple(sorted(query_components.intersection(T.component_bag(record.architecture)))),
+            )
+            results.append(ScoredRecord(record, score[i], components, dead_end=dead_end[i]))
+        return results

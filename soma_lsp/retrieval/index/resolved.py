@@ -1,0 +1,23 @@
+"""A query resolved against the index: what `ranking` hands the `approximate` and `exact` steps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True, slots=True)
+class _Query:
+    """A query resolved against the index: its terms, the keys, terms and idf of those the pool has, its
+    architecture bag, `now` in epoch seconds, and its per-record weighting."""
+
+    terms: list[str]
+    keys: np.ndarray
+    key_terms: list[str]  # the term of each key
+    idf: list[float]
+    bag: dict[str, float]
+    bag_total: float
+    now: float | None
+    half_life_days: float
+    weighting: dict

@@ -1,0 +1,12 @@
+"""The index's tunables, in one module its other modules read them from when used (`tuning.X`), so
+that one assignment here — the property tests patch `FEW_SLOTS` and `SAMPLE_STRIDE` — reaches the
+module that uses it. Why each value: the docstrings of the modules that use it."""
+
+SEGMENT_RECORDS = 1 << 17  # bulk loads are cut into segments of this many records (bounds peak memory)
+MERGE_FANOUT = 4  # merge the newest segments once this many of similar size have piled up
+MERGE_MAX = 1 << 22  # postings: segments this big are never merged again (compaction aside)
+DENSE_FRACTION = 4  # a term in ≥ 1/4 of the records is added as a dense vector, not scattered (or
+# ≥ 1/8, see `_Contributions.dense_fraction`)
+SAMPLE_STRIDE = 64  # `_Segment.counts_at` searches among every 64th posting first (1/8 byte a posting)
+FEW_SLOTS = 4096  # exact values of up to this many slots are looked up, not scattered
+WEIGHTINGS_KEPT = 8  # query shapes whose per-record weighting is kept (see `_weighting`)

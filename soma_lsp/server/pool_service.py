@@ -1,0 +1,281 @@
+"""The experiment pool behind the session: settings, loading and reloading, watching, status.
+
+* Settings come from `initializationOptions`, then `workspace/configuration` (when the client has
+  it), else what `didChangeConfiguration` carried; invalid values are reported once and replaced.
+* The first load fills the index queries already use, so results appear as batches of files land.
+  A reload (the command, or new pool roots) loads into a *fresh* index while the previous one keeps
+  answering — no query waits behind a big update — and swaps it in when done
+  (`Session.swap` → the `index_swapped` hook).
+* Watching: the client's watcher (`client/registerCapability` for `workspace/didChangeWatchedFiles`)
+  when it supports dynamic registration and every pool root is inside the workspace; otherwise the
+  server's own `PoolWatcher`. Watching starts before the load; changes seen during it are applied
+  after it.
+* Status: `soma/poolStatus` notifications (and the `soma.poolStatus` command's answer), work-done
+  progress while loading (`progress`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from lsprotocol import types as lsp
+
+from ..pool import LivePool, PoolChange, PoolWatcher, pool_roots
+from ..pool.snapshot import cache_directory
+from ..retrieval import LiveIndex
+from . import convert, settings as settings_module
+from .progress import IndexingProgress
+from .session import Session
+from .settings import Settings
+from .timing import POOL_REFRESH_DELAY
+
+log = logging.getLogger("soma_lsp.server")
+
+POOL_STATUS = "soma/poolStatus"
+WATCH_GLOB = "**/*.{json,jsonl,yaml,yml}"
+
+
+class PoolService:
+    """Loads, reloads and watches the session's pool (module docstring)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.roots: list[str] = []
+        self.watcher: PoolWatcher | None = None
+        self.client_watching = False
+        self._pending_pool: LivePool | None = None
+        self._unsubscribe: Callable[[], None] | None = None
+        self._refresh_pending = False
+        self._settings_problems: tuple[str, ...] = ()
+        self._tokens = itertools.count(1)
+        self._watch_registration: str | None = None
+
+    # -- settings ---------------------------------------------------------------------------------
+
+    def initialize(self, options: Any) -> None:
+        """`initialize`: the client's options give the first settings (problems are reported once,
+        when `load_settings` runs at `initialized`)."""
+        self.session.init_options = options
+        self.session.settings, _ = settings_module.parse(options)
+
+    async def load_settings(self, changed: Any = None) -> None:
+        """Settings from initializationOptions, then `workspace/configuration` (when the client has
+        it), else what didChangeConfiguration carried. Reports invalid values; applies the result."""
+        session = self.session
+        sources: list[Any] = [session.init_options]
+        if session.capability("workspace.configuration", False):
+            try:
+                answer = await asyncio.wait_for(session.server.workspace_configuration_async(
+                    lsp.ConfigurationParams([lsp.ConfigurationItem(section=settings_module.SECTION)])), 10)
+                if answer:
+                    sources.append(answer[0])
+            except Exception as error:  # noqa: BLE001 - a client that does not answer keeps defaults
+                log.warning("workspace/configuration failed: %s", error)
+        elif changed is not None:
+            sources.append(changed)
+        new, problems = settings_module.parse(*sources)
+        if problems and tuple(problems) != self._settings_problems:
+            for problem in problems:
+                log.warning("%s", problem)
+                session.log_message(f"soma: {problem}", lsp.MessageType.Warning)
+            session.show_message("soma: invalid settings, defaults used for: " + "; ".join(problems))
+        self._settings_problems = tuple(problems)
+        old, session.settings = session.settings, new
+        log.info("settings: %s", new.to_json())
+        if session.pool is not None:
+            if self._roots_for(new) != self.roots:
+                await self.start()
+            elif old != new:
+                session.refresh_documents()
+
+    def _roots_for(self, settings: Settings) -> list[str]:
+        return [str(r) for r in pool_roots(self.session.folders(), settings.pool, os.environ)]
+
+    # -- loading -----------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """(Re)create the pool for the current roots and load it off the loop (module docstring)."""
+        session = self.session
+        roots = self._roots_for(session.settings)
+        first = session.pool is None
+        index = session.index if first else LiveIndex()
+        pool = LivePool(roots, index, cache_dir=cache_directory(os.environ) if session.settings.snapshot else None)
+        log.info("pool roots: %s", ", ".join(roots))
+        if first:
+            self.roots = roots
+        previous_watcher, self.watcher = self.watcher, None
+        self._pending_pool = pool
+        try:
+            await self._watch(pool)
+            await self._load(pool)
+        finally:
+            self._pending_pool = None
+        if previous_watcher is not None:
+            session.submit_pool(previous_watcher.stop)
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        self.roots = roots
+        session.swap(pool, index)
+        self._unsubscribe = pool.subscribe(self._pool_changed_threadsafe)
+        self.pool_changed(None)
+        if pool.unsaved:  # read files the snapshot did not have: save it, off the loop, after the swap
+            session.submit_pool(self.save_snapshot, pool)
+
+    def save_snapshot(self, pool: LivePool | None = None) -> None:
+        """Write the pool's snapshot if it changed since it was restored or saved (never raises)."""
+        pool = pool or self.session.pool
+        if pool is None or not pool.unsaved:
+            return
+        started = time.perf_counter()
+        try:
+            if pool.save_snapshot():
+                log.info("pool snapshot saved in %.2fs: %s", time.perf_counter() - started, pool.snapshot_path)
+        except Exception:  # noqa: BLE001 - a snapshot is an optimisation; failing to write one is not fatal
+            log.exception("saving the pool snapshot failed")
+
+    async def _load(self, pool: LivePool) -> None:
+        session = self.session
+        progress = IndexingProgress(session)
+        await progress.begin()
+        session.indexing = True
+        self.send_status(pool)
+        started = time.perf_counter()
+        try:
+            await session.run_pool(pool.load, progress.threadsafe_report)
+        except Exception as error:  # noqa: BLE001 - a pool that fails to load leaves the server up
+            log.exception("loading the pool failed")
+            session.show_message(f"soma: loading the experiment pool failed: {error}", lsp.MessageType.Error)
+        finally:
+            session.indexing = False
+            session.loaded.set()
+            summary = pool.summary()
+            text = f"{summary['records']} experiments from {summary['files']} files"
+            if summary["errors"]:
+                text += f", {summary['errors']} problems"
+            await progress.end(text)
+        log.info("pool loaded in %.2fs: %s", time.perf_counter() - started, text)
+        session.log_message(f"soma: {text} ({', '.join(pool.roots)})")
+        self.send_status(pool)
+
+    def _pool_changed_threadsafe(self, change: PoolChange) -> None:
+        loop = self.session.loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.pool_changed, change)
+
+    def pool_changed(self, change: PoolChange | None) -> None:
+        """After every applied batch: status to the client, then (coalesced) open documents refreshed."""
+        if self._refresh_pending:
+            return
+        self._refresh_pending = True
+
+        async def later() -> None:
+            await asyncio.sleep(POOL_REFRESH_DELAY)
+            self._refresh_pending = False
+            self.send_status()
+            self.session.refresh_documents()
+
+        self.session.spawn(later())
+
+    async def apply_paths(self, paths: Iterable[str]) -> None:
+        """Changed paths reported by the client's watcher: into the pool (and one being loaded)."""
+        paths = [p for p in paths if p]
+        for pool in {id(p): p for p in (self.session.pool, self._pending_pool) if p is not None}.values():
+            if paths:
+                await asyncio.get_running_loop().run_in_executor(None, pool.apply, paths)
+
+    # -- status ------------------------------------------------------------------------------------
+
+    def status(self, pool: LivePool | None = None) -> dict[str, Any]:
+        session = self.session
+        pool = pool or session.pool
+        if pool is None:
+            return {"version": 0, "pools": list(self.roots), "records": 0, "files": 0, "errors": 0,
+                    "indexing": session.indexing, "restored": 0}
+        summary = pool.summary()
+        return {"version": pool.version, "pools": pool.roots, "records": summary["records"],
+                "files": summary["files"], "errors": summary["errors"], "indexing": session.indexing,
+                "restored": pool.restored}
+
+    def send_status(self, pool: LivePool | None = None) -> None:
+        try:
+            self.session.server.protocol.notify(POOL_STATUS, self.status(pool))
+        except Exception:  # noqa: BLE001
+            log.exception("could not send %s", POOL_STATUS)
+
+    # -- watching ----------------------------------------------------------------------------------
+
+    def _all_roots_in_workspace(self, roots: list[str]) -> bool:
+        folders = [convert.real(f) for f in self.session.folders()]
+        return bool(folders) and all(any(convert.inside(convert.real(r), f) for f in folders) for r in roots)
+
+    async def _watch(self, pool: LivePool) -> None:
+        """The client's watcher (dynamic registration) when it has one and every root is in the
+        workspace; else the server's own."""
+        dynamic = self.session.capability("workspace.did_change_watched_files.dynamic_registration", False)
+        if dynamic and self._all_roots_in_workspace(pool.roots):
+            if await self._register_watchers(pool.roots):
+                self.client_watching = True
+                return
+        self.client_watching = False
+        watcher = PoolWatcher(pool, on_error=lambda e: log.warning("pool watcher: %s", e))
+        await self.session.run_pool(watcher.start)
+        self.watcher = watcher
+        log.info("watching the pool with the server's own watcher")
+
+    async def _register_watchers(self, roots: list[str]) -> bool:
+        relative = self.session.capability("workspace.did_change_watched_files.relative_pattern_support", False)
+        watchers = []
+        for root in roots:
+            if relative:
+                base = convert.path_to_uri(root)
+                watchers.append(lsp.FileSystemWatcher(lsp.RelativePattern(base, WATCH_GLOB)))
+                watchers.append(lsp.FileSystemWatcher(lsp.RelativePattern(base, "**/*"), kind=lsp.WatchKind.Delete))
+            else:
+                prefix = root.replace(os.sep, "/").rstrip("/")
+                watchers.append(lsp.FileSystemWatcher(f"{prefix}/{WATCH_GLOB}"))
+                watchers.append(lsp.FileSystemWatcher(f"{prefix}/**/*", kind=lsp.WatchKind.Delete))
+        await self._unregister_watchers()
+        registration_id = f"soma-pool-watch-{next(self._tokens)}"
+        try:
+            await asyncio.wait_for(self.session.server.client_register_capability_async(lsp.RegistrationParams([
+                lsp.Registration(registration_id, lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                                 lsp.DidChangeWatchedFilesRegistrationOptions(watchers))])), 10)
+        except Exception as error:  # noqa: BLE001
+            log.warning("client/registerCapability for file watching failed (%s); using our own watcher", error)
+            return False
+        self._watch_registration = registration_id
+        log.info("the client watches the pool (%s)", registration_id)
+        return True
+
+    async def _unregister_watchers(self) -> None:
+        registration, self._watch_registration = self._watch_registration, None
+        if registration is None:
+            return
+        try:
+            await asyncio.wait_for(self.session.server.client_unregister_capability_async(lsp.UnregistrationParams([
+                lsp.Unregistration(registration, lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)])), 10)
+        except Exception as error:  # noqa: BLE001
+            log.warning("client/unregisterCapability failed: %s", error)
+
+    def shut_down(self) -> None:
+        """`shutdown`: stop the server's own watcher (off the loop) and save what changed since the
+        last snapshot (usually a few records: quick)."""
+        watcher, self.watcher = self.watcher, None
+        if watcher is not None:
+            self.session.submit_pool(watcher.stop)
+        self.save_snapshot()
+
+    def close(self) -> None:
+        """The server is going away: stop the watcher now (briefly waiting for it)."""
+        watcher, self.watcher = self.watcher, None
+        if watcher is not None:
+            try:
+                watcher.stop(timeout=1.0)
+            except Exception:  # noqa: BLE001
+                pass
