@@ -88,7 +88,7 @@ async def test_settings_from_workspace_configuration_and_their_changes(start_ses
     uri = session.open(TRANSFORMER)
     line, col = session.line_of(TRANSFORMER, "class RotaryEmbedding")
     hover = await session.hover(uri, line, col + 6)
-    assert "---" in hover.contents.value and hover.contents.value.count("exp\\-") == 1
+    assert "---" in hover.contents.value and hover.contents.value.count("exp-") == 1
     await session.diagnostics(uri, lambda d: any(x.code == "exp-0042" for x in d))
     # the user turns dead-end warnings off: the server pulls the new settings and republishes
     session.client.set_configuration({"soma": {"hover": {"count": 1}, "deadEnds": {"severity": "off"}}})
