@@ -13,6 +13,7 @@ the current directory); the pool comes from `--pool`, `$SOMA_POOL` or `.soma/poo
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import re
 import sys
@@ -30,6 +31,7 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(run=run)
 
 
+log = logging.getLogger("soma_lsp.cli")
 _LOCATION = re.compile(r"^(?P<file>.+?)(?::(?P<line>\d+)(?::(?P<col>\d+))?)?$")
 
 
@@ -56,6 +58,9 @@ def run(args: argparse.Namespace) -> int:
     from ..server import convert
     from ..server.features import code_lens, diagnostics, hover
     from ..server.hover_view import render_plain
+    from ..pool.commit_ties import CommitTieMap
+    from ..pool.snapshot import cache_directory
+    from ..server.commit_service import repositories, run_of, tie_map
     from ..server.session import Document, Snapshot
     from ..server.settings import Settings
 
@@ -81,7 +86,10 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings()
     relpath = convert.relative_to_folders(str(path), [str(workspace)])
     document = Document(path.as_uri(), str(path), relpath, source, None)
-    snap = Snapshot(index, settings, now, pool, document)
+    runs = [run_of(r) for r in index.records() if r.commit]
+    ties = tie_map(runs, repositories([str(workspace)], log.info).values(), cache_directory(os.environ), log.info) \
+        if runs else CommitTieMap()
+    snap = Snapshot(index, settings, now, pool, document, commit_ties=ties)
     lines = document.lines
     shown = relpath or str(path)
     out = sys.stdout
