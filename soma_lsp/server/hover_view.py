@@ -131,6 +131,8 @@ def _results_markdown(view: HoverView) -> str:
             out.append(f"dead end: {escape(e.why_dead, 400)}")
         if e.commit:
             out.append("⚓ " + commit_evidence(e.commit, escape, lambda name: f"`{name}`"))
+        if record.origin:
+            out.append(f"from {escape(record.origin, 200)}")
         details = [f"{label}: " + ", ".join(escape(t, 40) for t in values[:12])
                    for label, values in (("matched", parts.matched_terms), ("shared", parts.shared_components))
                    if values]
@@ -157,6 +159,8 @@ def _results_plain(view: HoverView) -> str:
             out.append(f"  dead end: {plain(e.why_dead, 400)}")
         if e.commit:
             out.append(f"  ⚓ {commit_evidence(e.commit)}")
+        if record.origin:
+            out.append(f"  from {plain(record.origin, 200)}")
         out += [f"  {label}: " + ", ".join(values[:12])
                 for label, values in (("matched", parts.matched_terms), ("shared", parts.shared_components))
                 if values]
@@ -184,4 +188,6 @@ def _card_rows(record: Record, now: datetime | None, text) -> list[tuple[str, st
         rows.append(("code", text(", ".join(str(t) for t in record.code[:6]), 300)))
     if record.tags:
         rows.append(("tags", text(", ".join(record.tags[:12]), 200)))
+    if record.origin:
+        rows.append(("from", text(record.origin, 200)))
     return rows
