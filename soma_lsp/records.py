@@ -124,6 +124,11 @@ class Record:
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     source: Source | None = field(default=None, compare=False)
     warnings: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    #: the remote URL of the repository `commit` belongs to, so runs of another repository tie nothing here
+    repo: str | None = None
+    #: where the run came from when a tracker holds it (tracker, store, experiment), for hover and
+    #: find-related: "MLflow tracking server http://host:5000 · experiment rope"; None for soma's own files
+    origin: str | None = None
 
     @property
     def time(self) -> datetime | None:
@@ -133,7 +138,7 @@ class Record:
 
 _STR_ONLY = frozenset({str})  # the item types of a list of strings
 _KNOWN = {"id", "name", "status", "created_at", "finished_at", "conclusion", "notes", "architecture",
-          "metrics", "code", "commit", "tags", "url", "importance"}
+          "metrics", "code", "commit", "tags", "url", "importance", "repo", "origin"}
 
 
 def _constructor(cls: type) -> type:
@@ -191,6 +196,8 @@ def parse_record(mapping: Any, *, source: Source | None = None) -> Record:
         _extra(mapping),
         source,
         () if status else (f"status: unknown status {raw_status!r}, loaded as 'unknown'",),
+        _optional_text(get("repo"), "repo"),
+        _optional_text(get("origin"), "origin"),
     )
 
 

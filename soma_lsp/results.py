@@ -19,10 +19,13 @@ def rfc3339(when: datetime | None) -> str | None:
 
 
 def location(record: Record) -> dict[str, Any] | None:
-    """Where the record was read: a `file:` URI and the 0-based line."""
+    """Where the record was read: a `file:` URI and the 0-based line. A record of a tracker that is not
+    a folder (`sqlite:///…#run`, a tracking server's run page) keeps its source as that URI."""
     if record.source is None:
         return None
-    return {"uri": Path(record.source.path).absolute().as_uri(), "line": record.source.line}
+    path = record.source.path
+    uri = path if "://" in path else Path(path).absolute().as_uri()
+    return {"uri": uri, "line": record.source.line}
 
 
 def result_json(scored: ScoredRecord, *, tied: bool | None = None) -> dict[str, Any]:

@@ -28,17 +28,18 @@ def test_explain_a_position_prints_the_hover_and_the_warning():
     result = soma("explain", f"model/transformer.py:{line}:7", "--now", "2026-12-01T00:00:00Z")
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert out.startswith(f"model/transformer.py:{line}:7\nhover:\n  rope-theta-500k (exp-0042) — failed, dead end, tied")
+    assert out.startswith(f"model/transformer.py:{line}:7\nhover:\n  rope-theta-500k (exp-0042) — failed, dead end, ⚓ tied")
     assert "9 months ago" in out and "theta 500k diverges at 2k steps" in out
     assert "lexical" in out and "importance" in out and "more related" in out
-    assert f"model/transformer.py:{line}:7: warning: Dead end: rope-theta-500k (exp-0042, failed)" in out
+    assert f"model/transformer.py:{line}:7: warning: Dead end: rope-theta-500k (exp-0042, status failed)" in out
 
 
 def test_explain_a_file_prints_lenses_and_every_warning():
     result = soma("explain", str(WORKSPACE / "train.py"))
     assert result.returncode == 0, result.stderr
     assert "lenses:\n" in result.stdout
-    assert "train.py:1:1: warning: Dead end: bf16-grad-accum-overflow (exp-0131, crashed)" in result.stdout
+    assert "train.py:1:1: warning: Dead end: bf16-grad-accum-overflow (exp-0131, status crashed)" in result.stdout
+    assert "1:1 \"\"\"Language-model training entry point.: 1 experiment tied to this file · 1 dead end" in result.stdout
     assert f"{line_of('train.py', 'def cosine_with_warmup')}:5 cosine_with_warmup: " in result.stdout
 
 

@@ -53,7 +53,7 @@ def _report(pool: LivePool, args: argparse.Namespace, out) -> int:
     for root in missing:
         print_safe(f"note: pool directory {root} does not exist", file=out)
     print(f"{_plural(summary['records'], 'record')} loaded from {_plural(summary['files'], 'file')} in "
-          f"{_plural(len(pool.roots), 'pool')}; {_plural(summary['errors'], 'error')}, "
+          f"{_plural(len(pool.sources), 'pool')}; {_plural(summary['errors'], 'error')}, "
           f"{_plural(summary['warnings'], 'warning')}", file=out)
     for label, counts in (("errors", summary["errors_by_kind"]), ("warnings", summary["warnings_by_kind"])):
         if counts:

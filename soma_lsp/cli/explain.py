@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import logging
 import os
 import re
 import sys
@@ -33,6 +34,7 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(run=run)
 
 
+log = logging.getLogger("soma_lsp.cli")
 _LOCATION = re.compile(r"^(?P<file>.+?)(?::(?P<line>\d+)(?::(?P<col>\d+))?)?$")
 
 
@@ -59,6 +61,9 @@ def run(args: argparse.Namespace) -> int:
     from ..server import convert
     from ..server.features import code_lens, diagnostics, hover
     from ..server.hover_view import render_plain
+    from ..pool.commit_ties import CommitTieMap
+    from ..pool.snapshot import cache_directory
+    from ..server.commit_service import repositories, run_of, tie_map
     from ..server.session import Document, Snapshot
     from ..server.settings import Settings
 
@@ -84,7 +89,10 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings()
     relpath = convert.relative_to_folders(str(path), [str(workspace)])
     document = Document(path.as_uri(), str(path), relpath, source, None)
-    snap = Snapshot(index, settings, now, pool, document)
+    runs = [run_of(r) for r in index.records() if r.commit]
+    ties = tie_map(runs, repositories([str(workspace)], log.info).values(), cache_directory(os.environ), log.info) \
+        if runs else CommitTieMap()
+    snap = Snapshot(index, settings, now, pool, document, commit_ties=ties)
     lines = document.lines
     shown = relpath or str(path)
     out = io.StringIO()  # printed at the end, each line terminal-safe (record text is data)

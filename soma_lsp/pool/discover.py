@@ -12,6 +12,7 @@ from urllib.parse import unquote, urlparse
 
 from .loader import SUFFIXES, not_regular, stamp_of
 from .problems import Problem
+from .trackers import is_uri, resolve_uri, split_entries
 
 DEFAULT_POOL = os.path.join(".soma", "pool")
 
@@ -25,13 +26,15 @@ def _as_path(folder: str | os.PathLike) -> Path:
 
 def pool_roots(workspace_folders: Iterable[str | os.PathLike] = (),
                setting: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
-               environ: Mapping[str, str] | None = None) -> list[Path]:
+               environ: Mapping[str, str] | None = None) -> list[Path | str]:
     """The pool directories, absolute, de-duplicated, in order.
 
     The `soma.pool` setting (a path or a list) wins; else `SOMA_POOL` (paths separated by `os.pathsep`);
     else `.soma/pool` under each workspace folder. Relative paths (setting or environment) resolve against
     each workspace folder, or the current directory when there is none. Workspace folders may be paths or
     `file://` URIs. Roots that do not exist (yet) are kept: the pool may be created later.
+    Tracker URIs (`http(s)://…`, `sqlite:///…`) are kept as strings (`trackers.resolve_uri`); in
+    `SOMA_POOL` they survive the `:` split (`trackers.split_entries`).
     """
     folders = [_as_path(f) for f in workspace_folders] or [Path.cwd()]
     environ = os.environ if environ is None else environ
@@ -40,11 +43,14 @@ def pool_roots(workspace_folders: Iterable[str | os.PathLike] = (),
     else:
         entries = [os.fspath(s) for s in (setting or ()) if os.fspath(s).strip()]
     if not entries:
-        entries = [e for e in environ.get("SOMA_POOL", "").split(os.pathsep) if e.strip()]
+        entries = split_entries(environ.get("SOMA_POOL", ""))
     if not entries:
         entries = [DEFAULT_POOL]
-    roots: list[Path] = []
+    roots: list[Path | str] = []
     for entry in entries:
+        if is_uri(entry):
+            roots.extend(uri for uri in resolve_uri(entry, folders) if uri not in roots)
+            continue
         path = _as_path(entry.strip())
         candidates = [path] if path.is_absolute() else [folder / path for folder in folders]
         for candidate in candidates:

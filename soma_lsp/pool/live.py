@@ -28,7 +28,7 @@ from ..gcpause import collector_paused
 from ..records import Record
 from ..retrieval import CountedLines
 from ..stored import RecordStore, items_of
-from . import counting, snapshot
+from . import counting, snapshot, trackers
 from .cache import CacheLimits
 from .discover import Roots, normalize
 from .loader import MAX_JSON_BYTES, MAX_YAML_BYTES, FileLoad, load_file
@@ -58,14 +58,20 @@ class LivePool:
                  max_yaml_bytes: int = MAX_YAML_BYTES, cache_dir: str | os.PathLike | None = None,
                  cache_limits: CacheLimits = CacheLimits()) -> None:
         """`cache_dir`: where snapshots live (see `pool.snapshot`); None for none. Only an indexed pool
-        uses them. `cache_limits`: how the directory is tidied after a snapshot is written."""
-        self._roots = Roots(roots)
+        uses them. `cache_limits`: how the directory is tidied after a snapshot is written. A root that
+        is a tracker (`pool.trackers.source_for`: a URI, an `mlruns/` or `wandb/` folder) is one of
+        `self.trackers`, not a folder of record files."""
+        entries = [os.fspath(root) for root in roots]
+        self.trackers = [source for source in map(trackers.source_for, entries) if source is not None]
+        tracked = {source.entry for source in self.trackers}
+        self._roots = Roots(entry for entry in entries if entry not in tracked
+                            and os.path.realpath(entry) not in tracked)
         self.index = index
         self.batch_records = batch_records
         self.batch_files = batch_files
         self._limits = {"max_json_bytes": max_json_bytes, "max_yaml_bytes": max_yaml_bytes}
         self.snapshot_path = None if cache_dir is None or index is None else \
-            snapshot.snapshot_path(cache_dir, self._roots.paths, self._limits)
+            snapshot.snapshot_path(cache_dir, self._roots.paths + [s.entry for s in self.trackers], self._limits)
         self.cache_limits = cache_limits
         self._store: RecordStore | None = None  # records of a restored snapshot, built as they are used
         self._lock = threading.RLock()  # the pool's own state (files, claims, problems)
@@ -90,6 +96,11 @@ class LivePool:
     @property
     def roots(self) -> list[str]:
         return list(self._roots.paths)
+
+    @property
+    def sources(self) -> list[str]:
+        """Every entry of the pool: the record folders, then the trackers (URIs, `mlruns/`, `wandb/`)."""
+        return self.roots + [source.entry for source in self.trackers]
 
     @property
     def files(self) -> list[str]:
@@ -178,12 +189,15 @@ class LivePool:
                     self._extra = {}
                     for problem in listing_problems:
                         self._extra.setdefault(problem.path, []).append(problem)
-                    gone = set(self._files) - {item.path for item in listed}
+                    gone = {path for path in set(self._files) - {item.path for item in listed}
+                            if not self._tracked(path)}
                     files = self._files
                     sizes = {item.path: item.size for item in listed
                              if item.stamp is None or item.path not in files or files[item.path].stamp != item.stamp}
                     self.restored = len(listed) - len(sizes) if self._store is not None else 0
                 self._run(sorted(sizes.keys() | gone), sizes, progress, frozenset(gone))
+                for source in self.trackers:
+                    self._sync(source, None)
             finally:
                 self.loading = False
 
@@ -350,6 +364,47 @@ class LivePool:
             return False
         return True
 
+    # -- trackers -----------------------------------------------------------------------------
+
+    def _tracked(self, key: str) -> bool:
+        return any(source.owns(key) for source in self.trackers)
+
+    def sync_tracker(self, source: trackers.TrackerSource, hint: object = None) -> str | None:
+        """Bring one tracker's runs up to date (`hint`: what its follower saw change; None: all of it).
+        Returns the problem reading it now, or None. Blocking and thread-safe, as `apply`."""
+        with self._apply_lock:
+            return self._sync(source, hint)
+
+    def _sync(self, source: trackers.TrackerSource, hint: object) -> str | None:
+        """Apply what differs from the runs held (their stamps). A store that cannot be read keeps its
+        last good records and gets one `tracker` problem at its entry, logged when it first appears
+        or changes and when it clears — not at every poll."""
+        with self._lock:
+            known = _Stamps(self._files, source.owns)  # (a view: only this thread changes `_files` now)
+            before = self._extra.get(source.entry)
+        message = None
+        try:
+            changes = source.sync(known, hint)
+        except trackers.TrackerError as error:
+            changes, message = {}, str(error)
+        except Exception as error:  # noqa: BLE001 - a reader's bug must not take the pool down
+            log.exception("reading %s failed", source)
+            changes, message = {}, f"could not read {source.kind} {source.entry}: {error!r}"
+        problem = [Problem(source.entry, 0, "", message, "error", "tracker")] if message else None
+        if problem != before:
+            if message:
+                log.warning("%s", message)
+            elif before:
+                log.info("%s %s readable again", source.kind, source.entry)
+        if changes or problem != before:
+            keys = sorted(changes)
+            for start in range(0, max(len(keys), 1), self.batch_records):
+                batch = {key: changes[key] for key in keys[start:start + self.batch_records]}
+                if start == 0:
+                    batch.setdefault(source.entry, None)  # the store's own problem, set or cleared
+                self._commit(batch, {source.entry: problem} if problem else {}, {})
+        return message
+
     # -- committing ---------------------------------------------------------------------------
 
     def _commit(self, batch: dict[str, FileLoad | None], extras: dict[str, list[Problem]],
@@ -439,4 +494,23 @@ def _directory(path: str) -> str:
     """`os.path.dirname` of a normalized path (absolute, no `//`, no trailing separator), ~2× faster:
     a restart files 100k paths by directory."""
     return path[:max(path.rfind(os.sep), 1)]
+
+
+class _Stamps(Mapping):
+    """The stamps of the loaded files a tracker owns, as a mapping, without copying: a quick sync of a
+    100k-run store looks up a handful of them."""
+
+    def __init__(self, files: dict[str, FileLoad], owns: Callable[[str], bool]) -> None:
+        self._files, self._owns = files, owns
+
+    def __getitem__(self, key: str):
+        if not self._owns(key):
+            raise KeyError(key)
+        return self._files[key].stamp
+
+    def __iter__(self):
+        return (key for key in list(self._files) if self._owns(key))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 

@@ -9,7 +9,8 @@ Severity = Literal["error", "warning"]
 
 #: Kinds of problem, for summaries (`soma-lsp check`) and diagnostics codes.
 KINDS = ("json", "yaml", "utf-8", "validation", "status", "duplicate", "too-large", "too-deep",
-         "alias-bomb", "unreadable", "vanished", "symlink", "not-records", "more")
+         "alias-bomb", "unreadable", "vanished", "symlink", "not-records", "more",
+         "tracker")  # a tracker store that cannot be read now, or one of its runs skipped (pool.trackers)
 
 #: Problems kept per file (docs/reliability.md): a file of five million bad elements must not cost
 #: gigabytes in `check` and the server, nor diagnostics no editor can show. The rest are counted.

@@ -21,6 +21,7 @@ from pygls.lsp.server import LanguageServer
 from .. import __version__
 from . import transport
 from .features import code_lens, commands, diagnostics, hover, lifecycle, links, symbols
+from .commit_service import CommitTieService
 from .pool_service import PoolService
 from .protocol import SomaProtocol
 from .session import Session
@@ -42,6 +43,7 @@ class SomaServer(LanguageServer):
                          text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
         self.session = Session(self)
         self.pools = PoolService(self.session)
+        self.commits = CommitTieService(self.session)
         self.exit_code: int | None = None
         self._stop_event: asyncio.Event | None = None
 

@@ -7,6 +7,7 @@ builder speaks, so `(line, character)` pairs pass through unchanged.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,6 +16,7 @@ from urllib.parse import unquote, urlparse
 
 from lsprotocol import types as lsp
 
+from ..pool.commit_ties import CommitTie
 from ..records import Record
 from ..results import location as record_location, result_json, rfc3339
 from ..retrieval import ScoredRecord, is_dead_end
@@ -98,9 +100,17 @@ def record_lsp_location(record: Record) -> lsp.Location | None:
     return lsp.Location(where["uri"], lsp.Range(lsp.Position(line, 0), lsp.Position(line, 0)))
 
 
-def result(scored: ScoredRecord, tied: bool) -> dict[str, Any]:
-    """SPEC 2.8's object with `tied`."""
-    return result_json(scored, tied=tied)
+def result(scored: ScoredRecord, tied: bool, commit: CommitTie | None = None) -> dict[str, Any]:
+    """SPEC 2.8's object with `tied`, and for a tie through a commit `tied_by_commit`: the sha, how
+    many commits ago, whether the definition changed since, and a sweep's evidence."""
+    out = result_json(scored, tied=tied)
+    if commit is not None:
+        out["tied_by_commit"] = {
+            "commit": commit.commit, "commits_ago": commit.commits_ago, "definition": commit.qualname,
+            "changed_since": commit.changed_since, "blames_code": commit.blames_code,
+            "succeeded_at_same_code": commit.sweep.succeeded if commit.sweep else 0,
+            "differs_in": list(commit.sweep.differs) if commit.sweep else []}
+    return out
 
 
 def metric_json(metric) -> dict[str, Any]:
@@ -177,3 +187,19 @@ def age(when: datetime | None, now: datetime) -> str:
             text = f"{n} {unit}{'s' if n != 1 else ''}"
             return f"in {text}" if future else f"{text} ago"
     return "just now"
+
+
+_DOCSTRING = re.compile(r'[rRuUbB]{0,2}("""|\'\'\'|"|\')')
+
+
+def file_anchor(lines: list[str]) -> lsp.Range:
+    """Where what concerns a whole file goes (a warning, a lens): the module docstring's first line,
+    else line 0."""
+    for number, line in enumerate(lines[:200]):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if _DOCSTRING.match(stripped):
+            return line_range(number, lines)
+        break
+    return line_range(0, lines)

@@ -2,18 +2,26 @@
 clients without Markdown and for `soma-lsp explain`.
 
 One structure, two renderers: `_entries` reads a view once into `Entry` values (status, badges,
-age, score, components, matched terms, headline) and a card into labelled rows; `render_markdown`
-and `render_plain` only lay those out. Record text is data: Markdown goes through `markdown.escape`,
-plain text through `markdown.plain`, each length-capped.
+age, score, components, why it is a dead end, how it is tied, matched terms, headline) and a card
+into labelled rows; `render_markdown` and `render_plain` only lay those out. Record text is data:
+Markdown goes through `markdown.escape`, plain text through `markdown.plain`, each length-capped.
+
+Every claim explains itself (docs/spec.md §4.3): a dead end says which rule made it one (its status,
+or each metric against its baseline and goal), a tie says how it came about (⚓ written in the
+record's `code`, or the commit the run ran at, how long ago, and whether that code changed since),
+and when a term does not apply (`n/a`) one legend line says that its weight went to the others —
+which is why the effective weights (`×0.53`) differ from the configured ones.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from ..pool.commit_ties import CommitTie
 from ..records import Record
-from ..retrieval import TERMS, ScoredRecord, is_dead_end
+from ..retrieval import TERMS, ScoredRecord, dead_end_reason
 from . import convert
 from .markdown import escape, plain
 
@@ -30,6 +38,7 @@ class HoverView:
     card: Record | None = None
     range: tuple[tuple[int, int], tuple[int, int]] | None = None
     now: datetime | None = field(default=None, compare=False)
+    commits: Mapping[str, CommitTie] = field(default_factory=dict, compare=False)  # id → tie through a commit
 
 
 @dataclass(frozen=True)
@@ -42,6 +51,12 @@ class Entry:
     tied: bool
     age: str
     components: str  # `lexical 0.80 ×0.40 · …`
+    why_dead: str | None  # `status failed`, `every metric moved the wrong way: …`
+    commit: CommitTie | None  # the tie through a commit (None: not one)
+
+
+TIED = "⚓ tied to this code"
+LEGEND = "n/a: the term does not apply to this pair; its weight went to the terms that do (×: the weights used)"
 
 
 def _number(value: float | None) -> str:
@@ -54,10 +69,31 @@ def _components(scored: ScoredRecord) -> str:
                       for term in TERMS)
 
 
+def commit_evidence(tie: CommitTie, text=plain, code=str) -> str:
+    """`ran at 1a2b3c4 (12 commits ago), which changed RMSNorm.forward · this code changed since`, and
+    for a sweep whose other runs succeeded, what this one differs in (the code is then not blamed).
+    `text` makes record text safe for the output, `code` shows a sha or a name from the code."""
+    when = {None: "not in HEAD's history", 0: "HEAD", 1: "1 commit ago"}.get(tie.commits_ago,
+                                                                          f"{tie.commits_ago} commits ago")
+    out = (f"ran at {code(tie.commit[:7])} ({when}), which changed {code(tie.qualname)} · "
+           + ("this code changed since" if tie.changed_since else "unchanged since"))
+    if tie.sweep is not None:
+        runs = f"{tie.sweep.succeeded} run{'s' if tie.sweep.succeeded != 1 else ''}"
+        differs = f"; this one differs in {text(', '.join(tie.sweep.differs), 200)}" if tie.sweep.differs else ""
+        out += f" · {runs} at {code(tie.commit[:7])} succeeded{differs}: not blamed on the code"
+    return out
+
+
 def _entries(view: HoverView) -> list[Entry]:
     return [Entry(scored, scored.record.status.value, scored.dead_end, tied,
-                  convert.age(scored.record.time, view.now) if view.now else "", _components(scored))
+                  convert.age(scored.record.time, view.now) if view.now else "", _components(scored),
+                  dead_end_reason(scored.record) if scored.dead_end else None,
+                  view.commits.get(scored.record.id))
             for scored, tied in view.items]
+
+
+def _needs_legend(view: HoverView) -> bool:
+    return any(getattr(s.components, term) is None for s, _ in view.items for term in TERMS)
 
 
 def _more(view: HoverView) -> str:
@@ -85,13 +121,18 @@ def _results_markdown(view: HoverView) -> str:
     out: list[str] = []
     for n, e in enumerate(_entries(view)):
         record, parts = e.scored.record, e.scored.components
-        badges = [escape(e.status, 40)] + (["**dead end**"] if e.dead else []) \
-            + (["tied to this code"] if e.tied else [])
+        badges = [escape(e.status, 40)] + (["**dead end**"] if e.dead else []) + ([TIED] if e.tied else [])
         if n:
             out.append("---")
         out.append(f"{'⛔' if e.dead else '🧪'} **{escape(record.name, 120)}** · {escape(record.id, 80)} · "
                    + " · ".join(badges))
         out.append(f"{escape(e.age)} · score {e.scored.score:.2f}  \n{e.components}")
+        if e.why_dead:
+            out.append(f"dead end: {escape(e.why_dead, 400)}")
+        if e.commit:
+            out.append("⚓ " + commit_evidence(e.commit, escape, lambda name: f"`{name}`"))
+        if record.origin:
+            out.append(f"from {escape(record.origin, 200)}")
         details = [f"{label}: " + ", ".join(escape(t, 40) for t in values[:12])
                    for label, values in (("matched", parts.matched_terms), ("shared", parts.shared_components))
                    if values]
@@ -101,6 +142,8 @@ def _results_markdown(view: HoverView) -> str:
             out.append(f"> {escape(record.headline)}")
     if view.more:
         out += ["---", f"{_more(view)} more related — *Soma: Find Related Experiments* lists them all"]
+    if _needs_legend(view):
+        out.append(f"*{LEGEND}*")
     return "\n\n".join(out)
 
 
@@ -108,10 +151,16 @@ def _results_plain(view: HoverView) -> str:
     out: list[str] = []
     for e in _entries(view):
         record, parts = e.scored.record, e.scored.components
-        badges = [e.status] + (["dead end"] if e.dead else []) + (["tied to this code"] if e.tied else [])
+        badges = [e.status] + (["dead end"] if e.dead else []) + ([TIED] if e.tied else [])
         out.append(f"{plain(record.name, 120)} ({plain(record.id, 80)}) — {', '.join(badges)}")
         out.append(f"  {e.age} · score {e.scored.score:.2f}")
         out.append(f"  {e.components}")
+        if e.why_dead:
+            out.append(f"  dead end: {plain(e.why_dead, 400)}")
+        if e.commit:
+            out.append(f"  ⚓ {commit_evidence(e.commit)}")
+        if record.origin:
+            out.append(f"  from {plain(record.origin, 200)}")
         out += [f"  {label}: " + ", ".join(values[:12])
                 for label, values in (("matched", parts.matched_terms), ("shared", parts.shared_components))
                 if values]
@@ -119,12 +168,15 @@ def _results_plain(view: HoverView) -> str:
             out.append(f"  {plain(record.headline)}")
     if view.more:
         out.append(f"{_more(view)} more related")
+    if _needs_legend(view):
+        out.append(LEGEND)
     return "\n".join(out)
 
 
 def _card_rows(record: Record, now: datetime | None, text) -> list[tuple[str, str]]:
     """A record's card as (label, value) rows; `text` makes record text safe for the output."""
-    rows = [("status", text(record.status.value + (", dead end" if is_dead_end(record) else ""), 80))]
+    reason = dead_end_reason(record)
+    rows = [("status", text(record.status.value + (f", dead end: {reason}" if reason else ""), 300))]
     if record.time is not None:
         rows.append(("when", text(f"{convert.age(record.time, now)} ({convert.rfc3339(record.time)})"
                                   if now else convert.rfc3339(record.time), 80)))
@@ -136,4 +188,6 @@ def _card_rows(record: Record, now: datetime | None, text) -> list[tuple[str, st
         rows.append(("code", text(", ".join(str(t) for t in record.code[:6]), 300)))
     if record.tags:
         rows.append(("tags", text(", ".join(record.tags[:12]), 200)))
+    if record.origin:
+        rows.append(("from", text(record.origin, 200)))
     return rows

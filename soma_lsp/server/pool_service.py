@@ -105,7 +105,8 @@ class PoolService:
         roots = self._roots_for(session.settings)
         first = session.pool is None
         index = session.index if first else LiveIndex()
-        pool = LivePool(roots, index, cache_dir=cache_directory(os.environ) if session.settings.snapshot else None)
+        pool = LivePool(roots, index, cache_dir=cache_directory(os.environ) if session.settings.snapshot else None,
+                        cache_limits=session.settings.cache_limits)
         log.info("pool roots: %s", ", ".join(roots))
         if first:
             self.roots = roots

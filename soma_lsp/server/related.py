@@ -16,17 +16,22 @@ builder, never a feature or the session.
   the evidence rule keeps such single-word coincidences out of hovers and lenses. A text given
   explicitly (the command's `text` alone) needs one matched term, as the core's gate says.
 * **Ties**: records whose `code` ties name this file and point at the scope — the definition itself,
-  one it encloses or that encloses it (`Class` for `Class.method`) — or the file as a whole. With no
-  definition as scope, a hover (the cursor outside every definition) takes only whole-file ties,
-  while the whole-file scope of "find related experiments" takes every tie in the file. Ties pass the
-  gate whatever their score, come first, dead ends first among them, then by score.
+  one it encloses or that encloses it (`Class` for `Class.method`) — and records tied to such a
+  definition through the commit they ran at (`pool.commit_ties`; a written `code` tie wins when a
+  record has both). A tie to the file as a whole (a path without a symbol) points at the file, not
+  at each definition in it: only the whole-file scopes take it (a hover outside every definition,
+  "find related experiments" on the whole file, the file-level lens), and inside a definition the
+  record has to pass the gate like any other. The whole-file scope of "find related experiments"
+  takes every tie in the file. Ties pass the gate whatever their score, come first, dead ends first
+  among them, then by score.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
+from ..pool.commit_ties import CommitTie
 from ..query import Definition, find_definition, related as symbols_related
 from ..records import Record
 from ..retrieval import LiveIndex, RetrievalQuery, ScoredRecord
@@ -48,6 +53,7 @@ class Related:
     ranked: tuple[ScoredRecord, ...]
     total: int
     capped: bool
+    commits: Mapping[str, CommitTie] = field(default_factory=dict)  # record id → its tie through a commit
 
     def shown(self, limit: int) -> list[tuple[ScoredRecord, bool]]:
         """The first `limit` results as (scored, tied)."""
@@ -67,26 +73,44 @@ class Related:
 
 def tie_points_at(symbol: str | None, scope: Definition | None, defs: Sequence[Definition], *,
                   file_scope_takes_all: bool) -> bool:
-    """Whether a tie (`symbol` None = the whole file) points at the scope."""
+    """Whether a tie (`symbol` None = the whole file) points at the scope (None = the whole file)."""
     if symbol is None:
-        return True
+        return scope is None
     if scope is None:
         return file_scope_takes_all
     target = find_definition(list(defs), symbol)
     return symbols_related(target.qualname if target is not None else symbol, scope)
 
 
+@dataclass(frozen=True, slots=True)
+class Tied:
+    """A record tied to the scope: by its `code` (`commit` None) or through the commit it ran at."""
+
+    record: Record
+    commit: CommitTie | None = None
+
+
 def tied_records(index: LiveIndex, relpath: str | None, scope: Definition | None,
-                 defs: Sequence[Definition], *, file_scope_takes_all: bool) -> list[Record]:
-    """Records with a tie on this file pointing at the scope, in id order."""
-    if not relpath:
-        return []
-    out = []
-    for record in index.tied_to(relpath):
-        if any(tie.path == relpath and tie_points_at(tie.symbol, scope, defs,
-                                                     file_scope_takes_all=file_scope_takes_all)
-               for tie in record.code):
-            out.append(record)
+                 defs: Sequence[Definition], *, file_scope_takes_all: bool,
+                 commit_ties: Iterable[CommitTie] = ()) -> list[Tied]:
+    """Records with a tie on this file pointing at the scope: written ties in id order, then those
+    tied through a commit (`commit_ties`: the file's, from `pool.commit_ties`) in id order."""
+    out: list[Tied] = []
+    if relpath:
+        for record in index.tied_to(relpath):
+            if any(tie.path == relpath and tie_points_at(tie.symbol, scope, defs,
+                                                         file_scope_takes_all=file_scope_takes_all)
+                   for tie in record.code):
+                out.append(Tied(record))
+    seen = {t.record.id for t in out}
+    for tie in sorted(commit_ties, key=lambda t: (t.record_id, t.qualname)):
+        if tie.record_id in seen or not tie_points_at(tie.qualname, scope, defs,
+                                                       file_scope_takes_all=file_scope_takes_all):
+            continue
+        record = index.get(tie.record_id)
+        if record is not None:
+            seen.add(tie.record_id)
+            out.append(Tied(record, tie))
     return out
 
 
@@ -99,14 +123,15 @@ def has_evidence(scored: ScoredRecord, min_terms: int) -> bool:
     return len(parts.matched_terms) >= min_terms or bool(parts.structural)
 
 
-def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Record], *, min_score: float,
+def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], *, min_score: float,
                  limit: int | None, count: bool = True, min_terms: int = MIN_MATCHED_TERMS,
                  count_cap: int = COUNT_CAP) -> Related:
     """Ties first (scored with the same query), then the gated ranking without them.
 
     `limit` bounds what is returned (None: everything up to COUNT_CAP); with `count`, the gated
     ranking is read to `count_cap` to say how many there are in all."""
-    tied_ids = [r.id for r in tied]
+    tied = list(tied)
+    tied_ids = [t.record.id for t in tied]
     tied_scored = sorted(index.score(query, tied_ids), key=_tie_order)
     tied_set = set(tied_ids)
     want = count_cap if (count or limit is None) else max(0, limit - len(tied_scored))
@@ -117,7 +142,8 @@ def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Record]
     total = len(tied_scored) + len(ranked)
     if limit is not None:
         ranked = ranked[: max(0, limit - len(tied_scored))]
-    return Related(tuple(tied_scored), tuple(ranked), total, capped)
+    commits = {t.record.id: t.commit for t in tied if t.commit is not None}
+    return Related(tuple(tied_scored), tuple(ranked), total, capped, commits)
 
 
 def _with_limit(query: RetrievalQuery, limit: int) -> RetrievalQuery:

@@ -34,6 +34,7 @@ from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 
 from ..pool import LivePool
+from ..pool.commit_ties import CommitTie, CommitTieMap
 from ..query import BuiltQuery, retrieval_query, split_lines
 from ..retrieval import LiveIndex, RetrievalQuery
 from . import convert
@@ -86,6 +87,12 @@ class Snapshot:
     pool: LivePool | None = None
     document: Document | None = None
     capabilities: Any = field(default=None, compare=False)  # lsp.ClientCapabilities (None: a CLI)
+    commit_ties: CommitTieMap = field(default_factory=CommitTieMap, compare=False)
+
+    def commit_ties_here(self) -> tuple[CommitTie, ...]:
+        """The commit ties on this request's document (pool.commit_ties; keyed by resolved path)."""
+        doc = self.document
+        return self.commit_ties.for_path(convert.real(doc.path)) if doc is not None and doc.path else ()
 
     def capability(self, dotted: str, default: Any = None) -> Any:
         return capability(self.capabilities, dotted, default)
@@ -126,6 +133,7 @@ class Session:
         self.init_options: Any = None
         self.index = LiveIndex()
         self.pool: LivePool | None = None
+        self.commit_ties = CommitTieMap()  # replaced whole by the commit-tie service when it recomputes
         self.indexing = True  # from the start until the first load ends: "not loaded yet" is not "empty"
         self.loaded = asyncio.Event()  # set once the first load has ended (commands wait for it)
         self.edited: Hook[Callable[[str, Sequence[lsp.TextDocumentContentChangeEvent]], None]] = Hook()
@@ -232,7 +240,7 @@ class Session:
         """This request's world: the document at `uri` (when given), the index, settings and time."""
         return Snapshot(self.index, self.settings, self.now(), self.pool,
                         self.document(uri) if uri is not None else None,
-                        getattr(self.server.protocol, "client_capabilities", None))
+                        getattr(self.server.protocol, "client_capabilities", None), self.commit_ties)
 
     def open_uris(self) -> list[str]:
         """The open documents, spelled as the client spelled their URIs (pygls keys them unquoted)."""

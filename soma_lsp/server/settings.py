@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..pool.cache import MAX_BYTES, UNUSED_DAYS, CacheLimits
 from ..records import kind_of
 from ..retrieval import DEFAULT_HALF_LIFE_DAYS, DEFAULT_WEIGHTS, TERMS, Weights
 
@@ -42,7 +43,14 @@ class Settings:
     min_score: float = DEFAULT_MIN_SCORE
     code_lens: bool = True
     dead_end_severity: str = "warning"
+    commit_severity: str = "warning"  # dead ends tied through the commit a run ran at (pool.commit_ties)
     snapshot: bool = True  # keep the loaded pool in a snapshot in the cache directory (pool.snapshot)
+    cache_unused_days: float = UNUSED_DAYS  # cache entries unused this long are removed (pool.cache)
+    cache_max_mb: float = MAX_BYTES / 2**20  # … and the least recently used beyond this size
+
+    @property
+    def cache_limits(self) -> CacheLimits:
+        return CacheLimits(self.cache_unused_days, int(self.cache_max_mb * 2**20))
 
     def to_json(self) -> dict[str, Any]:
         """The settings in the client's shape (for logs and `soma.poolStatus`)."""
@@ -52,8 +60,9 @@ class Settings:
             "halfLifeDays": self.half_life_days,
             "hover": {"count": self.hover_count, "minScore": self.min_score},
             "codeLens": {"enabled": self.code_lens},
-            "deadEnds": {"severity": self.dead_end_severity},
+            "deadEnds": {"severity": self.dead_end_severity, "commitSeverity": self.commit_severity},
             "snapshot": {"enabled": self.snapshot},
+            "cache": {"unusedDays": self.cache_unused_days, "maxSizeMB": self.cache_max_mb},
         }
 
 
@@ -123,6 +132,9 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "codeLens.enabled": ("code_lens", _boolean),
     "snapshot.enabled": ("snapshot", _boolean),
     "deadEnds.severity": ("dead_end_severity", _severity),
+    "deadEnds.commitSeverity": ("commit_severity", _severity),
+    "cache.unusedDays": ("cache_unused_days", _number(0.0, low_open=True)),
+    "cache.maxSizeMB": ("cache_max_mb", _number(1.0)),
 }
 _LEAVES = {"weights"}  # objects that are one value, not a group of keys
 

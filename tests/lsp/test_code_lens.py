@@ -99,3 +99,21 @@ async def test_lenses_follow_the_pool(session: Session, workspace):
     refresh = session.client.capabilities.workspace.code_lens
     if refresh is not None and refresh.refresh_support:  # and the client was told to ask again
         await wait_until(lambda: session.lens_refreshes > refreshes, TIMEOUT)
+
+
+async def test_a_tie_to_a_whole_file_gets_one_file_level_lens_not_one_per_definition(session: Session):
+    """exp-0131 is tied to `train.py` by path only (a dead end): one lens where the file-level
+    warning goes, and no definition in the file counts it as tied (docs/spec.md §3.6)."""
+    uri = session.open("train.py")
+    lenses = await session.lenses(uri)
+    [whole] = [lens for lens in lenses if "tied to this file" in lens.command.title]
+    assert whole.command.title == "1 experiment tied to this file · 1 dead end"
+    found = await session.diagnostics(uri, lambda d: any(x.code == "exp-0131" for x in d))
+    [warning] = [d for d in found if d.code == "exp-0131"]
+    assert whole.range.start.line == warning.range.start.line
+    line, col = session.line_of("train.py", "def cosine_with_warmup")
+    listed = await session.command("soma.findRelatedExperiments",
+                                   {"uri": uri, "position": {"line": line, "character": col + 4}, "limit": 0})
+    assert "exp-0131" not in {r["id"] for r in listed if r["tied"]}
+    everything = await session.command("soma.findRelatedExperiments", {"uri": uri, "limit": 0})
+    assert "exp-0131" in {r["id"] for r in everything if r["tied"]}  # the whole file's scope takes it

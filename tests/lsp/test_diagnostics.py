@@ -37,8 +37,10 @@ async def test_file_level_tie_warns_on_the_module_docstring(session: Session):
     assert warning.range.start.line == 0
     assert "bf16-grad-accum-overflow" in warning.message
     line, col = session.line_of("train.py", "def cosine_with_warmup")
-    [no_warmup] = soma(found, "exp-0088")  # a dead end by its metrics alone
+    [no_warmup] = soma(found, "exp-0088")  # a dead end by its metrics alone, which the message says
     assert no_warmup.range.start == lsp.Position(line, col + 4)
+    assert "every metric moved the wrong way: " in no_warmup.message and " vs " in no_warmup.message
+    assert "(exp-0131, status " in warning.message
 
 
 async def test_severity_setting(start_session, preset):

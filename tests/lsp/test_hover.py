@@ -96,7 +96,20 @@ async def test_plain_text_client_gets_plain_text(start_session):
     line, col = session.line_of(TRANSFORMER, "class RotaryEmbedding")
     hover = await session.hover(uri, line, col + 6)
     assert hover.contents.kind == lsp.MarkupKind.PlainText
-    assert hover.contents.value.startswith("rope-theta-500k (exp-0042) — failed, dead end, tied to this code")
+    text = hover.contents.value
+    assert text.startswith("rope-theta-500k (exp-0042) — failed, dead end, ⚓ tied to this code")
+    assert "\n  dead end: status failed\n" in text  # which rule made it a dead end
+
+
+async def test_every_claim_explains_itself(session: Session):
+    """A dead end by its metrics says each metric against baseline and goal; an `n/a` term is
+    explained once, in a legend, since its weight went to the others."""
+    uri = session.open(TRANSFORMER)
+    line, col = session.line_of(TRANSFORMER, "class RotaryEmbedding")
+    text = (await session.hover(uri, line, col + 6)).contents.value
+    assert text.count("⚓ tied to this code") >= 1
+    assert "n/a" in text and text.rstrip().endswith(
+        "n/a: the term does not apply to this pair; its weight went to the terms that do (×: the weights used)*")
 
 
 async def test_hover_works_on_broken_mid_edit_code(session: Session, workspace):

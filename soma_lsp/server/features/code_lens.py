@@ -2,7 +2,9 @@
 
 Each lens counts what "find related experiments" lists for that definition (ties first, then the
 gated ranking; "N+" past `related.COUNT_CAP`) and carries the client-side command `soma.showRelated`
-with `[{uri, position}]`. Definitions with nothing related get no lens.
+with `[{uri, position}]`. Definitions with nothing related get no lens. Records tied to the file as a
+whole (a `code` path without a symbol) get one file-level lens where a file-level warning goes
+(`2 experiments tied to this file · 1 dead end`), not a count on every definition in the file.
 
 Lenses must not jump while typing: they are computed on the document as parsed, kept per document,
 and on every edit their lines are moved with the text (an edit above a lens shifts it; a lens inside
@@ -22,6 +24,8 @@ from functools import partial
 from lsprotocol import types as lsp
 
 from ...query import build_query, definitions
+from ...retrieval import is_dead_end
+from .. import convert
 from ..guard import contained
 from ..related import find_related, tied_records
 from ..session import Session, Snapshot
@@ -69,17 +73,33 @@ def title(total: int, capped: bool, dead_ends: int) -> str:
 LensStates = dict[str, LensState]
 
 
+def file_lens(snap: Snapshot, defs) -> Lens | None:
+    """The lens of the records tied to this file as a whole, at the file's anchor (None: none)."""
+    doc = snap.document
+    tied = tied_records(snap.index, doc.relpath, None, defs, file_scope_takes_all=False)
+    if not tied:
+        return None
+    anchor = convert.file_anchor(doc.lines)
+    dead = sum(is_dead_end(t.record) for t in tied)
+    text = f"{len(tied)} experiment{'s' if len(tied) != 1 else ''} tied to this file"
+    if dead:
+        text += f" · {dead} dead end{'s' if dead != 1 else ''}"
+    return Lens(anchor.start.line, anchor.start.character, anchor.end.character, text, doc.uri)
+
+
 def compute(snap: Snapshot, cancelled: Callable[[], bool] = lambda: False) -> list[Lens]:
     doc, index = snap.document, snap.index
     defs = definitions(doc.source, doc.name)
-    out: list[Lens] = []
+    whole = file_lens(snap, defs)
+    out: list[Lens] = [whole] if whole is not None else []
     for definition in defs[:MAX_DEFINITIONS]:
         if cancelled():
             break
         (line, start), (_, end) = definition.name_range
         built = build_query(doc.source, doc.name, position=(line, start), scope="lens")
         scope = built.scope or definition
-        tied = tied_records(index, doc.relpath, scope, defs, file_scope_takes_all=False)
+        tied = tied_records(index, doc.relpath, scope, defs, file_scope_takes_all=False,
+                            commit_ties=snap.commit_ties_here())
         query = snap.retrieval_query(built, limit=None)
         related = find_related(index, query, tied, min_score=snap.settings.min_score, limit=None)
         if not related:

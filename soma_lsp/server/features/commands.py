@@ -136,12 +136,14 @@ async def find_related_experiments(session: Session, pools: PoolService,
             doc = snap.document
             built = build_query(doc.source, doc.name, position=position, selection=selection, scope="find")
             defs = definitions(doc.source, doc.name)
-            tied = tied_records(snap.index, doc.relpath, built.scope, defs, file_scope_takes_all=True)
+            tied = tied_records(snap.index, doc.relpath, built.scope, defs, file_scope_takes_all=True,
+                                commit_ties=snap.commit_ties_here())
             query = snap.retrieval_query(built, text=text, limit=None)
             return find_related(snap.index, query, tied, min_score=snap.settings.min_score,
                                 limit=limit or None)
         related = await session.run_query(work)
-    return [convert.result(scored, tied) for scored, tied in related.shown(limit or len(related.tied) + len(related.ranked))]
+    shown = related.shown(limit or len(related.tied) + len(related.ranked))
+    return [convert.result(scored, tied, related.commits.get(scored.record.id)) for scored, tied in shown]
 
 
 async def reload_pool(session: Session, pools: PoolService, arguments: Any) -> dict[str, Any]:

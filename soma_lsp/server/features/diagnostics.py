@@ -3,8 +3,13 @@
 * A definition tied (by a record's `code`) to a dead-end record gets a diagnostic on its **name**;
   a file tied as a whole gets it on the module docstring's first line, else line 0. Severity from
   `deadEnds.severity` (`off`: none), source `soma`, code = the record id, message with the record's
-  name, status and headline, related information at the record's file and line. Ties to symbols
-  that no longer exist in the file are not shown (nothing to point at).
+  name, why it is a dead end (its status, or each metric against baseline and goal) and headline,
+  related information at the record's file and line. Ties to symbols that no longer exist in the
+  file are not shown (nothing to point at).
+* A definition tied through the commit a dead-end run ran at (`pool.commit_ties`) gets one too, with
+  its own severity (`deadEnds.commitSeverity`) and its evidence in the message (the commit, how long
+  ago, whether the code changed since) — unless other runs at the same code succeeded: then the
+  failure lies in what differs between them, shown in the hover, and the code gets no warning.
 * A pool file that is open gets one diagnostic per problem the pool reported for it (bad records,
   unreadable file, duplicate ids), on the problem's line.
 
@@ -14,7 +19,6 @@ or the settings change.
 
 from __future__ import annotations
 
-import re
 from functools import partial
 
 from lsprotocol import types as lsp
@@ -22,43 +26,60 @@ from lsprotocol import types as lsp
 from ...pool import normalize
 from ...query import definitions, find_definition
 from ...records import Record
-from ...retrieval import is_dead_end
+from ...retrieval import dead_end_reason, is_dead_end
 from .. import convert
 from ..guard import contained
+from ..hover_view import commit_evidence
 from ..markdown import plain
 from ..session import Session, Snapshot
 
 SOURCE = "soma"
 SEVERITY = {"warning": lsp.DiagnosticSeverity.Warning, "information": lsp.DiagnosticSeverity.Information,
             "hint": lsp.DiagnosticSeverity.Hint}
-_DOCSTRING = re.compile(r'[rRuUbB]{0,2}("""|\'\'\'|"|\')')
-
-
-def file_anchor(lines: list[str]) -> lsp.Range:
-    """Where a file-level diagnostic goes: the module docstring's first line, else line 0."""
-    for number, line in enumerate(lines[:200]):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        if _DOCSTRING.match(stripped):
-            return convert.line_range(number, lines)
-        break
-    return convert.line_range(0, lines)
 
 
 def dead_end_message(record: Record) -> str:
-    text = f"Dead end: {plain(record.name, 120)} ({plain(record.id, 80)}, {record.status.value})"
+    text = f"Dead end: {plain(record.name, 120)} ({plain(record.id, 80)}, {dead_end_reason(record)})"
     if record.headline:
         text += f" — {plain(record.headline)}"
     return text
 
 
-def dead_ends(snap: Snapshot) -> list[lsp.Diagnostic]:
-    severity, doc = snap.settings.dead_end_severity, snap.document
-    if severity not in SEVERITY or not doc.relpath:
+def _diagnostic(record: Record, span: lsp.Range, message: str, severity: str) -> lsp.Diagnostic:
+    where = convert.record_lsp_location(record)
+    related = [lsp.DiagnosticRelatedInformation(where, f"experiment record {plain(record.id, 80)}")] \
+        if where is not None else None
+    return lsp.Diagnostic(range=span, message=message, severity=SEVERITY[severity], code=record.id, source=SOURCE,
+                          related_information=related, data={"id": record.id})
+
+
+def commit_dead_ends(snap: Snapshot, defs, written: set[tuple]) -> list[lsp.Diagnostic]:
+    """Warnings from dead ends tied through their commit (`written`: (line, character, id) already
+    warned by a `code` tie)."""
+    severity = snap.settings.commit_severity
+    if severity not in SEVERITY:
         return []
-    records = [r for r in snap.index.tied_to(doc.relpath) if is_dead_end(r)]
-    if not records:
+    out = []
+    for tie in snap.commit_ties_here():
+        record = snap.index.get(tie.record_id)
+        found = find_definition(defs, tie.qualname)
+        if record is None or found is None or not tie.blames_code or not is_dead_end(record):
+            continue
+        span = convert.lsp_range(found.name_range)
+        if (span.start.line, span.start.character, record.id) in written:
+            continue
+        written.add((span.start.line, span.start.character, record.id))
+        message = f"{dead_end_message(record)} · {commit_evidence(tie)}"
+        out.append(_diagnostic(record, span, message, severity))
+    return out
+
+
+def dead_ends(snap: Snapshot) -> list[lsp.Diagnostic]:
+    doc = snap.document
+    severity = snap.settings.dead_end_severity
+    records = [r for r in snap.index.tied_to(doc.relpath) if is_dead_end(r)] \
+        if severity in SEVERITY and doc.relpath else []
+    if not records and not snap.commit_ties_here():
         return []
     lines = doc.lines
     defs = definitions(doc.source, doc.name)
@@ -69,7 +90,7 @@ def dead_ends(snap: Snapshot) -> list[lsp.Diagnostic]:
             if tie.path != doc.relpath:
                 continue
             if tie.symbol is None:
-                span = file_anchor(lines)
+                span = convert.file_anchor(lines)
             else:
                 found = find_definition(defs, tie.symbol)
                 if found is None:
@@ -77,13 +98,8 @@ def dead_ends(snap: Snapshot) -> list[lsp.Diagnostic]:
                 span = convert.lsp_range(found.name_range)
             if span not in targets:
                 targets.append(span)
-        where = convert.record_lsp_location(record)
-        related = [lsp.DiagnosticRelatedInformation(where, f"experiment record {plain(record.id, 80)}")] \
-            if where is not None else None
-        for span in targets:
-            out.append(lsp.Diagnostic(range=span, message=dead_end_message(record), severity=SEVERITY[severity],
-                                      code=record.id, source=SOURCE, related_information=related,
-                                      data={"id": record.id}))
+        out += [_diagnostic(record, span, dead_end_message(record), severity) for span in targets]
+    out += commit_dead_ends(snap, defs, {(d.range.start.line, d.range.start.character, d.code) for d in out})
     out.sort(key=lambda d: (d.range.start.line, d.range.start.character, str(d.code)))
     return out
 

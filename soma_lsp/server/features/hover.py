@@ -49,7 +49,8 @@ def prepare(snap: Snapshot, position: tuple[int, int]) -> Prepared:
     if not built.word:
         return Prepared()
     defs = definitions(doc.source, doc.name)
-    tied = tied_records(index, doc.relpath, built.scope, defs, file_scope_takes_all=False)
+    tied = tied_records(index, doc.relpath, built.scope, defs, file_scope_takes_all=False,
+                        commit_ties=snap.commit_ties_here())
     query = replace(snap, now=now).retrieval_query(built, limit=snap.settings.hover_count)
     return Prepared(query=query, tied=tuple(tied), scope=built.scope.qualname if built.scope else None,
                     word_range=built.word_range)
@@ -88,7 +89,7 @@ class HoverCache:
 def _cache_key(snap: Snapshot, prepared: Prepared) -> tuple:
     query, index = prepared.query, snap.index
     arch = tuple(sorted(dict(query.architecture).items())) if query.architecture else ()
-    return (id(index), index.version, query.text, arch, query.now, tuple(r.id for r in prepared.tied),
+    return (id(index), index.version, query.text, arch, query.now, prepared.tied,
             prepared.scope, snap.settings)
 
 
@@ -117,7 +118,7 @@ def compute(snap: Snapshot, position: tuple[int, int], cache: HoverCache | None 
 
 def _view(related: Related, count: int, scope: str | None, now: datetime) -> HoverView:
     return HoverView(items=tuple(related.shown(count)), more=related.more(count),
-                     more_capped=related.capped, scope=scope, now=now)
+                     more_capped=related.capped, scope=scope, now=now, commits=related.commits)
 
 
 # -- the LSP feature ---------------------------------------------------------------------------------

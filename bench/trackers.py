@@ -1,0 +1,218 @@
+"""Tracker pools benchmark (issue 18): an MLflow SQLite store of N runs and a tracking server of M runs.
+
+    .venv/bin/python bench/trackers.py                    # N = 100k (SQLite), M = 10k (server)
+    .venv/bin/python bench/trackers.py --n 20000 --m 2000 # smaller smoke run
+
+The schema is made by the real mlflow client (one run logged), then N runs are inserted as rows
+(logging them through the client takes ≈ 15 s per 1000): each with a run name, a note, a git commit,
+3 other tags, 4 params and 3 latest metrics. Every measurement runs in a fresh child process (page cache
+warm, Python cold), best of `--repeat`:
+
+* baseline: a plain `sqlite3` read of the same rows (runs, tags, params, latest metrics) into tuples;
+* first load: `LivePool(["sqlite:///…"], LiveIndex()).load()` — read, map, validate, index;
+* restart: the same with a snapshot saved by a previous process (fingerprints compared, nothing rebuilt);
+* new run visible: a run inserted (rows committed by another connection) while `TrackerFollower` polls
+  the database (every 0.5 s): time until the pool has it (median of 5);
+* server: `mlflow server` over a copy of an M-run store; first load over REST, and one poll's requests
+  and time when nothing is new.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+from _machine import describe_machine  # noqa: E402
+
+ENV = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "SOMA_POOL"))}
+ENV["PYTHONPATH"] = os.pathsep.join([str(REPO), ENV.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+WORDS = "rope theta warmup cosine decay batch gradient clip attention rotary embedding dropout adamw bf16".split()
+
+
+def make_store(db: Path, n: int, home: Path) -> None:
+    """The schema from the real client, then `n` runs as rows."""
+    env = dict(ENV, HOME=str(home), XDG_CACHE_HOME=str(home / "cache"), MLFLOW_DISABLE_TELEMETRY="true",
+               DO_NOT_TRACK="1")
+    subprocess.run([sys.executable, "-c", "import mlflow,sys; mlflow.set_tracking_uri(sys.argv[1]); "
+                    "mlflow.set_experiment('bench'); mlflow.start_run(run_name='schema').__exit__(None,None,None)",
+                    f"sqlite:///{db}"], env=env, check=True, cwd=home, capture_output=True)
+    with sqlite3.connect(db) as c:
+        experiment = c.execute("SELECT experiment_id FROM experiments WHERE name = 'bench'").fetchone()[0]
+        runs, tags, params, metrics = [], [], [], []
+        for i in range(n):
+            run = uuid.uuid4().hex
+            start = 1_700_000_000_000 + i * 60_000
+            runs.append((run, f"run-{i}", "LOCAL", "train.py", "", "bench", ("FINISHED", "FAILED", "KILLED")[i % 3],
+                         start, start + 30_000, "", "active", "", experiment))
+            note = " ".join(WORDS[(i + k) % len(WORDS)] for k in range(12))
+            tags += [("mlflow.runName", f"run-{i}", run), ("mlflow.note.content", note, run),
+                     ("mlflow.source.git.commit", f"{i % 2000:040x}", run), ("team", "nlp", run),
+                     ("soma.code", f"model/m{i % 50}.py::Block{i % 7}", run), ("mlflow.user", "bench", run)]
+            params += [("lr", str(1e-4 * (1 + i % 9)), run), ("rope_theta", str(10000 * (1 + i % 50)), run),
+                       ("layers", str(12 + i % 4), run), ("optimizer", "adamw", run)]
+            metrics += [(key, float(i % 97) / 10, start, 100, 0, run) for key in ("val_loss", "acc", "ppl")]
+        c.executemany("INSERT INTO runs (run_uuid, name, source_type, source_name, entry_point_name, user_id, "
+                      "status, start_time, end_time, source_version, lifecycle_stage, artifact_uri, experiment_id) "
+                      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", runs)
+        c.executemany("INSERT INTO tags (key, value, run_uuid) VALUES (?,?,?)", tags)
+        c.executemany("INSERT INTO params (key, value, run_uuid) VALUES (?,?,?)", params)
+        c.executemany("INSERT INTO latest_metrics (key, value, timestamp, step, is_nan, run_uuid) "
+                      "VALUES (?,?,?,?,?,?)", metrics)
+
+
+def child(code: str, *args: str, env: dict | None = None) -> dict:
+    done = subprocess.run([sys.executable, "-c", code, *args], env=env or ENV, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(done.stderr[-2000:])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+BASELINE = """
+import json, sqlite3, sys, time
+t = time.perf_counter()
+c = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+rows = [c.execute(q).fetchall() for q in (
+    "SELECT run_uuid, name, status, start_time, end_time, experiment_id FROM runs WHERE lifecycle_stage != 'deleted'",
+    "SELECT run_uuid, key, value FROM tags", "SELECT run_uuid, key, value FROM params",
+    "SELECT run_uuid, key, value FROM latest_metrics")]
+print(json.dumps({"seconds": time.perf_counter() - t, "runs": len(rows[0])}))
+"""
+
+LOAD = """
+import json, sys, time
+from soma_lsp.pool import LivePool
+from soma_lsp.retrieval import LiveIndex
+cache = sys.argv[2] if len(sys.argv) > 2 else None
+t = time.perf_counter()
+pool = LivePool(["sqlite:///" + sys.argv[1]], LiveIndex(), cache_dir=cache)
+pool.load()
+seconds = time.perf_counter() - t
+saved = pool.save_snapshot() if cache and pool.unsaved else False
+print(json.dumps({"seconds": seconds, "records": len(pool), "rebuilt": pool.unsaved or saved}))
+"""
+
+LATENCY = """
+import json, sqlite3, sys, time, uuid
+from soma_lsp.pool import LivePool
+from soma_lsp.pool.trackers.follow import TrackerFollower
+from soma_lsp.retrieval import LiveIndex
+pool = LivePool(["sqlite:///" + sys.argv[1]], LiveIndex())
+pool.load()
+times = []
+with TrackerFollower(pool, sqlite_seconds=0.5):
+    for i in range(5):
+        run = uuid.uuid4().hex
+        with sqlite3.connect(sys.argv[1]) as c:
+            experiment = c.execute("SELECT experiment_id FROM experiments WHERE name = 'bench'").fetchone()[0]
+            c.execute("INSERT INTO runs (run_uuid, name, source_type, status, start_time, lifecycle_stage, "
+                      "experiment_id) VALUES (?, 'new', 'LOCAL', 'RUNNING', 1, 'active', ?)", (run, experiment))
+        t = time.perf_counter()
+        while pool.get(run) is None:
+            time.sleep(0.005)
+        times.append(time.perf_counter() - t)
+print(json.dumps({"median": sorted(times)[2], "max": max(times)}))
+"""
+
+REST = """
+import json, sys, time
+from soma_lsp.pool import LivePool
+from soma_lsp.retrieval import LiveIndex
+t = time.perf_counter()
+pool = LivePool([sys.argv[1]], LiveIndex())
+pool.load()
+seconds = time.perf_counter() - t
+(source,) = pool.trackers
+before = source.requests
+t = time.perf_counter()
+problem = pool.sync_tracker(source, "poll")
+poll = time.perf_counter() - t
+print(json.dumps({"seconds": seconds, "records": len(pool), "poll_seconds": poll,
+                  "poll_requests": source.requests - before, "problem": problem}))
+"""
+
+
+def best(repeat: int, code: str, *args: str) -> dict:
+    runs = [child(code, *args) for _ in range(repeat)]
+    return min(runs, key=lambda r: r["seconds"])
+
+
+def serve(db: Path, home: Path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(ENV, HOME=str(home), MLFLOW_DISABLE_TELEMETRY="true", DO_NOT_TRACK="1")
+    process = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{db}",
+                                "--host", "127.0.0.1", "--port", str(port), "--workers", "1"], env=env, cwd=home,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(600):
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=1):
+                return process, url
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError("mlflow server did not start")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=100_000, help="runs in the SQLite store")
+    parser.add_argument("--m", type=int, default=10_000, help="runs behind the tracking server")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="soma-bench-trackers-") as tmp:
+        tmp = Path(tmp)
+        db = tmp / "mlflow.db"
+        make_store(db, args.n, tmp)
+        baseline = best(args.repeat, BASELINE, str(db))
+        first = best(args.repeat, LOAD, str(db))
+        cache = tmp / "cache"
+        child(LOAD, str(db), str(cache))  # writes the snapshot
+        restart = best(args.repeat, LOAD, str(db), str(cache))
+        latency = child(LATENCY, str(db))
+        small = tmp / "server.db"
+        make_store(small, args.m, tmp)
+        process, url = serve(small, tmp)
+        try:
+            warm = urllib.request.Request(url + "/api/2.0/mlflow/experiments/search", data=b'{"max_results": 10}',
+                                          headers={"Content-Type": "application/json"}, method="POST")
+            urllib.request.urlopen(warm, timeout=120).close()  # the server's first request imports lazily
+            rest = best(args.repeat, REST, url)
+        finally:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(30)
+        shutil.rmtree(cache, ignore_errors=True)
+    b = baseline["seconds"]
+    print(describe_machine())
+    print(f"| measurement ({args.n:,} runs in SQLite; {args.m:,} behind a server) | seconds | × plain sqlite3 |")
+    print("|---|---|---|")
+    print(f"| plain `sqlite3` read of runs, tags, params, latest metrics | {b:.3f} | 1.0 |")
+    print(f"| first load (`LivePool.load`, {first['records']:,} records) | {first['seconds']:.2f} | "
+          f"{first['seconds'] / b:.1f} |")
+    print(f"| restart from the snapshot (rebuilt: {restart['rebuilt']}) | {restart['seconds']:.2f} | "
+          f"{restart['seconds'] / b:.1f} |")
+    print(f"| new run visible (follower polling every 0.5 s; median / max of 5) | "
+          f"{latency['median']:.2f} / {latency['max']:.2f} | |")
+    print(f"| tracking server: first load over REST ({rest['records']:,} records) | {rest['seconds']:.2f} | |")
+    print(f"| tracking server: a poll that finds nothing ({rest['poll_requests']} requests) | "
+          f"{rest['poll_seconds']:.3f} | |")
+    if rest["problem"]:
+        print(f"(the server reported: {rest['problem']})")
+
+
+if __name__ == "__main__":
+    main()

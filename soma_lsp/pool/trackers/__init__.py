@@ -1,0 +1,89 @@
+"""Pools from where runs already live: MLflow (file store, SQLite, tracking server) and W&B folders.
+
+A tracker is one more source of records, not a special case: each reader turns the runs of a store
+into `FileLoad`s keyed per run (`source.TrackerSource`), mapped to soma records by one table
+(`mapping`, docs/trackers.md) and validated by `records.parse_record` like any record file; the
+`LivePool` holds them next to record files (duplicates, problems, snapshot, index updates alike).
+
+* `mlflow_files.FileStore` — an `mlruns/` folder (recognised by its layout);
+* `mlflow_sqlite.SqliteStore` — `sqlite:///relative/mlflow.db` or `sqlite:////absolute/mlflow.db`;
+* `mlflow_rest.TrackingServer` — `http://host:port`, `https://…`;
+* `wandb_dir.WandbFolder` — a `wandb/` folder of `run-*` / `offline-run-*` folders;
+* `follow.TrackerFollower` — keeps them live (folder events, SQLite changes, server polls).
+
+The product never imports mlflow or wandb: these read the stores' files, tables and REST API directly.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+
+from .mlflow_files import FileStore, is_store
+from .mlflow_rest import TrackingServer
+from .mlflow_sqlite import SqliteStore
+from .source import TrackerError, TrackerSource
+from .wandb_dir import WandbFolder, is_folder
+
+__all__ = ["FileStore", "SqliteStore", "TrackerError", "TrackerSource", "TrackingServer", "WandbFolder",
+           "is_uri", "resolve_uri", "source_for", "split_entries"]
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
+_PORT = re.compile(r"\d+(/.*)?")
+URI_SCHEMES = ("http://", "https://", "sqlite://")
+
+
+def is_uri(entry: str) -> bool:
+    """A pool entry naming a tracker by URI (not a path)."""
+    return entry.strip().lower().startswith(URI_SCHEMES)
+
+
+def split_entries(text: str, separator: str = os.pathsep) -> list[str]:
+    """`SOMA_POOL` split on `separator` so that URIs survive when it is `:`: a piece that is only a
+    scheme name (`http`, `sqlite`) is joined to the next when that starts with `//`, and a piece of
+    digits (a port, maybe followed by `/path`) is joined to the URL before it when its host has no port
+    yet. So `http://host:5000:/data/pool:sqlite:///mlflow.db` is three entries."""
+    pieces = text.split(separator)
+    if separator != ":":
+        return [p for p in pieces if p.strip()]
+    entries: list[str] = []
+    for piece in pieces:
+        last = entries[-1] if entries else None
+        if last is not None and _SCHEME.fullmatch(last) and piece.startswith("//"):
+            entries[-1] = f"{last}:{piece}"
+        elif last is not None and "://" in last and _PORT.fullmatch(piece) \
+                and ":" not in last.split("://", 1)[1].split("/", 1)[0]:
+            entries[-1] = f"{last}:{piece}"
+        else:
+            entries.append(piece)
+    return [e for e in entries if e.strip()]
+
+
+def resolve_uri(entry: str, folders: Iterable[os.PathLike | str]) -> list[str]:
+    """A tracker URI made canonical: `http(s)://…` without a trailing `/`; `sqlite:///path` as MLflow
+    (SQLAlchemy) reads it — three slashes then a relative path (resolved against each workspace
+    folder), four slashes for an absolute one — written back as `sqlite:///` + the absolute path."""
+    text = entry.strip()
+    if not text.lower().startswith("sqlite:"):
+        return [text.rstrip("/")]
+    path = text[len("sqlite:///"):] if text.lower().startswith("sqlite:///") else text[len("sqlite:"):]
+    if os.path.isabs(path):
+        return ["sqlite:///" + os.path.realpath(path)]
+    return list(dict.fromkeys("sqlite:///" + os.path.realpath(os.path.join(os.fspath(f), path)) for f in folders))
+
+
+def source_for(entry: str, environ: Mapping[str, str] | None = None) -> TrackerSource | None:
+    """The tracker source a (resolved) pool entry names, or None for a folder of soma records. A folder
+    is a tracker by its layout when the pool opens: `mlruns/` (experiment folders with `meta.yaml`) or
+    `wandb/` (`run-*` / `offline-run-*` folders)."""
+    lower = entry.lower()
+    if lower.startswith(("http://", "https://")):
+        return TrackingServer(entry, environ)
+    if lower.startswith("sqlite:///"):
+        return SqliteStore(entry[len("sqlite:///"):])
+    if is_store(entry):
+        return FileStore(entry)
+    if is_folder(entry):
+        return WandbFolder(entry)
+    return None

@@ -1,0 +1,206 @@
+"""An MLflow SQLite store (`sqlite:///mlflow.db`), read with the standard library, read-only.
+
+The database is opened `mode=ro` and only read. Its schema version (`alembic_version`) must be one
+this reader knows — those of MLflow's migrations up to the version named below, all of which keep the
+tables and columns read here — else the store is refused with the version named: a newer MLflow
+may have moved what we read, and wrong records are worse than none. Tag and note edits touch no
+timestamp, so every sync reads every active run's rows (≈ 10 ms per 1000 runs) and rebuilds only the
+runs whose rows' fingerprint changed; `changed()` is the cheap check the follower polls (the database
+and WAL files' stat, `PRAGMA data_version`).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from typing import Any
+from urllib.parse import quote
+
+import orjson
+
+from ..loader import RACY_NS, FileLoad
+
+from .mapping import Run, run_load
+from .source import Scan, TrackerError, TrackerSource, everything, fingerprint, stat_of
+
+#: `alembic_version.version_num` of every MLflow schema up to MLflow 3.17 (its `db_migrations`)
+KNOWN_VERSIONS = frozenset("""
+0584bdc529eb 0a8213491aaa 0c779009ac13 17e22815139b 181f10493468 1971f2d9a75b 1a0cddfcaa16 1b5f0d9ad7c1
+1bd49d398cd23 27a6a02d2cf1 2b4d017a5e9b 2c33131f4dae 2d6e25af4d3e 3500859a5d39 39d1c3be5f05 3da73c924c2f
+400f98739977 4465047574b1 451aebb31d03 534353b11cbc 5b0e9adcef9c 5d2d30f0abce 6953534de441 6f8d9c3b2a1e
+71994744cf8e 728d730b5ebd 75868b020152 76601a5f987d 770bee3ae1dd 7ac759974ad8 7d34483879f0 7f2a7d5fae7d
+84291f40a231 867495a8f9d4 89d3d66ed43f 89d4b8295536 90e64c465722 97727af70f4d a1b2c3d4e5f6 a5b4c3d2e1f0
+a8b9c0d1e2f3 a8c4a736bde6 acf3f17fdcc7 ae8bbe7743c9 b7c8d9e0f1a2 b7e2c1a4d9f3 b7e4c1a90f23 bd07f7e963c5
+bda7b8c39065 bf29a5ff90ea c1d2e3f4a5b6 c3d6457b6d8a c3d9e7f1a2b4 c48cb773bb87 c8d9e0f1a2b3 c9d4e5f6a7b8
+cbc13b556ace cc1f77228345 cfd24bdc0731 d0e1f2a3b4c5 d3e4f5a6b7c8 da6fb0208061 dc11669786a5 de4033877273
+df50e92ffc5e e1f2a3b4c5d6 f5a4f2784254
+""".split())
+
+#: every active run with its tags, params and latest metrics, each as a JSON array of [key, value] pairs in
+#: key order, built by SQLite: a run is one row, fingerprinted as it comes, and only the runs whose row
+#: changed are parsed and mapped. Metric values go as 17 significant digits (exact), NaN as "nan"
+#: (MLflow stores NaN as 0 with `is_nan` set).
+HEADS = "SELECT r.run_uuid, r.name, r.status, r.start_time, r.end_time, r.experiment_id FROM runs AS r"
+RUNS = HEADS.replace(" FROM runs AS r", """,
+  (SELECT json_group_array(json_array(key, value)) FROM
+     (SELECT key, value FROM tags WHERE run_uuid = r.run_uuid ORDER BY key)),
+  (SELECT json_group_array(json_array(key, value)) FROM
+     (SELECT key, value FROM params WHERE run_uuid = r.run_uuid ORDER BY key)),
+  (SELECT json_group_array(json_array(key, CASE WHEN is_nan THEN 'nan' ELSE printf('%!.17g', value) END)) FROM
+     (SELECT key, value, is_nan FROM latest_metrics WHERE run_uuid = r.run_uuid ORDER BY key))
+FROM runs AS r""")
+ACTIVE = " WHERE r.lifecycle_stage != 'deleted'"
+SOME = " AND r.run_uuid IN (SELECT value FROM json_each(?))"
+
+BUSY_SECONDS = 2.0  # how long a read waits for a writer's lock before the store is reported locked
+
+
+class SqliteStore(TrackerSource):
+    kind = "MLflow SQLite store"
+    follow = "poll"
+
+    def __init__(self, path: str, *, busy_seconds: float = BUSY_SECONDS) -> None:
+        entry = "sqlite:///" + path
+        super().__init__(entry, entry + "#")
+        self.path = path
+        self.busy_seconds = busy_seconds
+        self._seen: tuple | None = None
+        self._heads: dict[str, tuple] = {}  # run id → its `runs` columns, as last read
+        self._stamps: dict[str, tuple] = {}  # run id → its whole row's fingerprint, as last read
+        self._watch: sqlite3.Connection | None = None
+
+    def _connect(self) -> sqlite3.Connection:
+        if not os.path.isfile(self.path):
+            raise TrackerError(f"no MLflow database at {self.path}")
+        try:
+            return sqlite3.connect(f"file:{quote(self.path)}?mode=ro", uri=True, timeout=self.busy_seconds,
+                                   check_same_thread=False)
+        except sqlite3.Error as error:
+            raise TrackerError(f"cannot open the MLflow database {self.path}: {error}") from None
+
+    def changed(self) -> bool:
+        """Whether the database may have changed since the last scan (its files' stat, or another
+        connection's commit as `PRAGMA data_version` sees it). Never raises."""
+        return self._state() != self._seen
+
+    def _state(self) -> tuple:
+        stats = tuple(stat_of(path) for path in (self.path, self.path + "-wal"))
+        try:
+            if self._watch is None:
+                self._watch = self._connect()
+            version = self._watch.execute("PRAGMA data_version").fetchone()[0]
+        except (sqlite3.Error, TrackerError):
+            self._watch, version = None, None
+        return stats, version
+
+    def sync(self, known, hint=None):
+        """As `TrackerSource.sync`, plus a marker at the store's entry whose stamp is the database
+        files' stat as of the last full sync: when a full sync finds it unchanged (and settled: older
+        than `RACY_NS`), nothing is read — a restart from the snapshot costs a `stat`. A quick sync
+        (`hint="runs"`) drops the marker: it has not seen tag edits."""
+        state = _settled(self._state()[0])
+        if hint is None and state is not None and known.get(self.entry) == state:
+            return {}
+        changes = super().sync(known, hint)  # (the marker, never a run, is replaced right after)
+        changes[self.entry] = FileLoad(self.entry, stamp=state) if hint is None else None
+        return changes
+
+    def owns(self, key: str) -> bool:
+        return key == self.entry or key.startswith(self.prefix)
+
+    def scan(self, hint=None) -> Scan:
+        state = self._state()
+        connection = self._connect()
+        try:
+            experiments, heads, rows = self._read(connection, quick=hint == "runs")
+        except sqlite3.OperationalError as error:
+            if "locked" in str(error) or "busy" in str(error):
+                raise TrackerError(f"the MLflow database {self.path} is locked by a writer "
+                                   f"(waited {self.busy_seconds:g} s); keeping the runs read before") from None
+            raise TrackerError(f"cannot read the MLflow database {self.path}: {error}") from None
+        except sqlite3.DatabaseError as error:
+            raise TrackerError(f"the MLflow database {self.path} is damaged or not a database: {error}") from None
+        finally:
+            connection.close()
+        self._seen = state
+        if hint == "runs":
+            return self._delta(experiments, heads, rows)
+        self._heads = {head[0]: head for head in heads}
+        self._stamps = {}
+        found = {}
+        for row in rows:
+            experiment = experiments.get(str(row[5]))
+            if experiment is not None:  # (None: a run of a deleted experiment)
+                key, stamp = self.prefix + row[0], fingerprint(row)
+                self._stamps[row[0]] = stamp
+                found[key] = (stamp, lambda key=key, row=row, name=experiment: self._load(key, row, name))
+        return Scan(found, everything)
+
+    def _delta(self, experiments: dict[str, str], heads: dict[str, tuple], rows: list[tuple]) -> Scan:
+        """A quick scan: only the runs whose `runs` columns changed (read whole), and the runs gone —
+        nothing per unchanged run, so it costs about one read of the `runs` table."""
+        gone = self._heads.keys() - heads.keys()
+        self._heads = heads
+        found = {}
+        for row in rows:
+            experiment = experiments.get(str(row[5]))
+            if experiment is None:
+                gone.add(row[0])
+                continue
+            key, stamp = self.prefix + row[0], fingerprint(row)
+            self._stamps[row[0]] = stamp
+            found[key] = (stamp, lambda key=key, row=row, name=experiment: self._load(key, row, name))
+        for run in gone:
+            self._stamps.pop(run, None)
+        return Scan(found, everything, frozenset(self.prefix + run for run in gone))
+
+    def _read(self, connection: sqlite3.Connection, quick: bool) -> tuple[dict[str, str], Any, list[tuple]]:
+        try:
+            (version,) = connection.execute("SELECT version_num FROM alembic_version").fetchone() or (None,)
+        except sqlite3.OperationalError as error:
+            if "no such table" in str(error):
+                raise TrackerError(f"{self.path} is not an MLflow database (no alembic_version table)") from None
+            raise
+        if version not in KNOWN_VERSIONS:
+            raise TrackerError(f"the MLflow database {self.path} has schema version {version!r}, which this "
+                               "soma-lsp does not know (MLflow newer than 3.17?); not read")
+        with connection:  # one read transaction: a consistent cut
+            connection.execute("BEGIN")
+            experiments = {str(e): name for e, name, stage in connection.execute(
+                "SELECT experiment_id, name, lifecycle_stage FROM experiments") if stage != "deleted"}
+            if not quick:
+                rows = connection.execute(RUNS + ACTIVE).fetchall()
+                return experiments, [row[:6] for row in rows], rows
+            heads = {head[0]: head for head in connection.execute(HEADS + ACTIVE)}
+            last = self._heads
+            wanted = [run for run, head in heads.items() if last.get(run) != head]
+            rows = connection.execute(RUNS + ACTIVE + SOME, (orjson.dumps(wanted).decode(),)).fetchall() \
+                if wanted else []
+            return experiments, heads, rows
+
+    def _load(self, key: str, row: tuple, experiment: str):
+        run_uuid, name, status, start, end, _, tags, params, metrics = row
+        run = Run(id=run_uuid, name=name or None, status=status, start_ms=start, end_ms=end,
+                  tags={k: v or "" for k, v in _pairs(tags)}, params=dict(_pairs(params)),
+                  metrics={k: float(v) for k, v in _pairs(metrics)},
+                  origin=f"{self.kind} {self.path} · experiment {experiment}")
+        return run_load(key, run, fingerprint(row))
+
+    def close(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
+
+
+def _pairs(text: str | None) -> list:
+    return orjson.loads(text) if text else []
+
+
+def _settled(stats: tuple) -> tuple[int, ...] | None:
+    """The database files' stat as a stamp, or None while one was modified less than `RACY_NS` ago (a
+    write within the clock's granularity could leave it as it was: the loader's rule for files)."""
+    now = time.time_ns()
+    if any(stat is not None and now - stat[1] < RACY_NS for stat in stats):
+        return None
+    return tuple(value for stat in stats for value in (stat or (-1, -1, -1)))

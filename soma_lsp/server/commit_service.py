@@ -1,0 +1,162 @@
+"""Commit ties kept current for the session (docs/spec.md §3.7): a run made at commit C speaks for the
+definitions C changed.
+
+Computed in the background — git is read in the pool executor, never on a request's path — from the
+pool's records that name a commit, for the git repository of each workspace folder
+(`pool.commit_ties`), then swapped in whole (`session.commit_ties`) and every open document refreshed.
+Recomputed when the pool or the settings change (the `stale` hook; a no-op when the runs that name a
+commit are the same), when HEAD moves (a commit, a checkout, a reset: the reflog's stamp, checked when
+a document is opened or saved) and when a tied file is saved ("changed since" may flip). What each
+commit changed is cached by sha in the cache directory, so a restart reads only today's files.
+
+Records without ties from git are told once in the log, by reason: no git, not a repository, a commit
+this repository does not have (a shallow clone, another repository) — nothing else is disturbed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from ..knobs import knob_settings
+from ..pool.commit_ties import CommitCache, CommitRun, CommitTie, CommitTieMap, commit_ties
+from ..pool.gitrepo import GitError, GitRepo
+from ..pool.snapshot import cache_directory
+from ..records import Record, Status
+from ..retrieval import is_dead_end
+from . import convert
+from .session import Session
+
+log = logging.getLogger("soma_lsp.server")
+
+#: A burst of pool changes (a sweep's records landing) is coalesced before git is read again.
+DELAY = 0.2
+
+
+def run_of(record: Record) -> CommitRun:
+    """What tying needs of a record (its settings from the `key=value` words of its text)."""
+    dead = is_dead_end(record)
+    text = " ".join(t for t in (record.name, record.headline, record.details, record.notes) if t)
+    return CommitRun(record.id, record.commit or "", record.repo, dead, record.status == Status.SUCCEEDED and not dead,
+                     knob_settings(text))
+
+
+class CommitTieService:
+    """Keeps `session.commit_ties` current (module docstring)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self._task: asyncio.Task | None = None
+        self._again = False
+        self._inputs: tuple | None = None  # what the current map was computed from
+        self._roots: tuple[str, ...] = ()  # the repositories it was computed for
+        self._told: set[str] = set()  # reasons already logged
+        session.stale.subscribe(self.schedule)
+        session.settled.subscribe(self._settled)
+
+    def schedule(self) -> None:
+        """Recompute soon (once more after a run in progress, not twice in parallel)."""
+        if self._task is not None and not self._task.done():
+            self._again = True
+            return
+        self._task = self.session.spawn(self._run())
+
+    async def _settled(self, uri: str, delay: float, lenses: bool) -> None:
+        """An opened or saved document: HEAD may have moved, a tied file may have changed."""
+        if delay:
+            return  # a pause in typing: nothing on disk changed
+        path = convert.uri_to_path(uri)
+        if path and (self.session.commit_ties.for_path(convert.real(path)) or self._head_moved()):
+            self._inputs = None
+            self.schedule()
+
+    def _head_moved(self) -> bool:
+        return self._inputs is not None and self._inputs[1] != _head_stamps(self._roots)
+
+    async def _run(self) -> None:
+        while True:
+            self._again = False
+            await asyncio.sleep(DELAY)
+            found = await self.session.run_pool(self._compute)
+            if found is not None:
+                self.session.commit_ties = found
+                self.session.refresh_documents()
+            if not self._again:
+                return
+
+    def _compute(self) -> CommitTieMap | None:
+        """The new map, or None when nothing it depends on changed (pool executor)."""
+        session = self.session
+        runs = tuple(run_of(r) for r in session.index.records() if r.commit)
+        repos = repositories(session.folders() if runs else (), self._tell)
+        self._roots = tuple(repos)
+        inputs = (runs, _head_stamps(self._roots), session.settings.snapshot)
+        if inputs == self._inputs:
+            return None
+        self._inputs = inputs
+        cache_dir = cache_directory(os.environ) if session.settings.snapshot else None
+        return tie_map(runs, repos.values(), cache_dir, self._tell)
+
+    def _tell(self, text: str) -> None:
+        """One info line per reason, for the life of the server."""
+        if text not in self._told:
+            self._told.add(text)
+            log.info("%s", text)
+            self.session.log_message(f"soma: {text}")
+
+
+def repositories(folders: Iterable[str], tell: Callable[[str], None]) -> dict[str, GitRepo]:
+    """The git repository of each folder, by root (`tell` says why a folder has none)."""
+    repos: dict[str, GitRepo] = {}
+    for folder in folders:
+        repo, reason = GitRepo.find(folder)
+        if repo is None:
+            tell(f"no ties from git for {folder}: {reason}")
+        else:
+            repos.setdefault(repo.root, repo)
+    return repos
+
+
+def tie_map(runs: Sequence[CommitRun], repos: Iterable[GitRepo], cache_dir: Path | None,
+            tell: Callable[[str], None]) -> CommitTieMap:
+    """The commit ties of `runs` in each repository (what each commit changed cached in `cache_dir`,
+    a file per repository; None: not kept). Also what `soma-lsp explain` shows."""
+    by_path: dict[str, tuple[CommitTie, ...]] = {}
+    skipped: dict[str, str] = {}
+    for repo in repos:
+        cache = CommitCache(_cache_path(cache_dir, repo.root))
+        try:
+            found = commit_ties(repo, runs, cache)
+            cache.save()
+        except (GitError, OSError) as error:
+            tell(f"no ties from git for {repo.root}: {error}")
+            continue
+        by_path.update(found.by_path)
+        skipped.update(found.skipped)
+    if skipped:
+        tell(f"{len(skipped)} runs with a commit tie nothing here, e.g. {next(iter(skipped.values()))}")
+    log.info("commit ties: %d on %d files from %d runs", sum(map(len, by_path.values())), len(by_path), len(runs))
+    return CommitTieMap(by_path, skipped)
+
+
+def _cache_path(cache_dir: Path | None, root: str) -> str | None:
+    if cache_dir is None:
+        return None
+    key = hashlib.blake2b(root.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
+    return str(cache_dir / f"commits-{key}.json")
+
+
+def _head_stamps(roots: tuple[str, ...]) -> tuple:
+    """The reflog's stamp of each repository: it moves with every commit, checkout and reset."""
+    stamps = []
+    for root in roots:
+        try:
+            status = os.stat(os.path.join(root, ".git", "logs", "HEAD"))
+            stamps.append((status.st_mtime_ns, status.st_size))
+        except OSError:
+            stamps.append(None)
+    return tuple(stamps)

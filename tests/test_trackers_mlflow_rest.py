@@ -1,0 +1,171 @@
+"""An MLflow tracking server over REST: a real `mlflow server` (SQLite backend) on 127.0.0.1 shared by the
+session, runs logged through it by the real client; polls that cost three requests; and a tiny local
+HTTP server for what a real one does only on a bad day (HTTP 500, refused credentials, going down)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from soma_lsp.pool import pool_roots
+from soma_lsp.pool.trackers import TrackingServer, split_entries
+from soma_lsp.pool.trackers.follow import TrackerFollower
+from soma_lsp.records import Status
+from trackers_support import free_port, mlflow_server, pool_of, tracker_home, wait_for, worker  # noqa: F401
+
+
+def test_soma_pool_keeps_uris_whole(tmp_path):
+    text = ":".join(["http://127.0.0.1:5000", "/data/pool", "sqlite:////abs/mlflow.db", "https://mlflow.example.org",
+                     "rel", "http://host:8080/prefix"])
+    assert split_entries(text, ":") == ["http://127.0.0.1:5000", "/data/pool", "sqlite:////abs/mlflow.db",
+                                        "https://mlflow.example.org", "rel", "http://host:8080/prefix"]
+    roots = pool_roots([tmp_path], None, {"SOMA_POOL": "http://127.0.0.1:5000/:rel"})
+    assert roots == ["http://127.0.0.1:5000", tmp_path / "rel"]
+
+
+def test_server_runs_become_records_with_their_url(worker, mlflow_server):
+    failed = worker("mlflow_run", uri=mlflow_server, experiment="rest-map", name="rope-500k", status="FAILED",
+                    description="theta 500k diverges", params={"rope_theta": 500000},
+                    metrics=[["val_loss", 4.1, 1]], tags={"soma.code": "model/rope.py::RotaryEmbedding"})
+    pool = pool_of(mlflow_server)
+    assert [type(s) for s in pool.trackers] == [TrackingServer]
+    record = pool.get(failed["run_id"])
+    assert record.status is Status.FAILED and "rope_theta=500000" in record.notes.split()
+    assert record.url == f"{mlflow_server}/#/experiments/{failed['experiment_id']}/runs/{failed['run_id']}"
+    assert record.source.path == record.url
+    assert record.origin == f"MLflow tracking server {mlflow_server} · experiment rest-map"
+    assert [str(t) for t in record.code] == ["model/rope.py::RotaryEmbedding"]
+
+
+def test_polls_find_new_and_finished_runs_in_three_requests_and_full_syncs_the_rest(worker, mlflow_server):
+    first = worker("mlflow_run", uri=mlflow_server, experiment="rest-live", name="first")["run_id"]
+    pool = pool_of(mlflow_server)
+    (source,) = pool.trackers
+    before, version = source.requests, pool.version
+    assert pool.sync_tracker(source, "poll") is None
+    assert source.requests - before == 3  # experiments, runs started since, runs ended since
+    assert pool.version == version  # and nothing was rebuilt or re-indexed
+    added = worker("mlflow_run", uri=mlflow_server, experiment="rest-live", name="added")["run_id"]
+    pool.sync_tracker(source, "poll")
+    assert pool.get(added) is not None
+    worker("mlflow_end", uri=mlflow_server, run_id=added, status="FAILED")  # a later end time
+    pool.sync_tracker(source, "poll")
+    assert pool.get(added).status is Status.FAILED
+    worker("mlflow_tag", uri=mlflow_server, run_id=first, key="soma.conclusion", value="edited")
+    worker("mlflow_delete", uri=mlflow_server, run_id=added)
+    pool.sync_tracker(source, "poll")  # neither moves a time the server can filter on
+    assert pool.get(added) is not None and pool.get(first).headline is None
+    pool.sync_tracker(source)  # the periodic full sync catches both
+    assert pool.get(added) is None and pool.get(first).headline == "edited"
+
+
+def test_follower_polls_the_server(worker, mlflow_server):
+    pool = pool_of(mlflow_server)
+    with TrackerFollower(pool, poll_seconds=0.1, full_every=3):
+        run = worker("mlflow_run", uri=mlflow_server, experiment="rest-follow", name="polled")["run_id"]
+        wait_for(lambda: pool.get(run) is not None, "a run logged on the server")
+        worker("mlflow_delete", uri=mlflow_server, run_id=run)
+        wait_for(lambda: pool.get(run) is None, "a run deleted on the server (full sync)")
+
+
+class Fake:
+    """A tiny HTTP server on 127.0.0.1 speaking just enough of MLflow's REST API, or failing on purpose."""
+
+    def __init__(self) -> None:
+        self.status = 200
+        self.token: str | None = None  # when set: the bearer token (or `user:password`) it wants
+        self.seen: list[str | None] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - http.server's name
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                given = self.headers.get("Authorization")
+                fake.seen.append(given)
+                if fake.token is not None and given not in (f"Bearer {fake.token}", "Basic " +
+                                                            base64.b64encode(fake.token.encode()).decode()):
+                    return self.answer(401, {"error_code": "UNAUTHENTICATED", "message": "wrong token"})
+                if fake.status != 200:
+                    return self.answer(fake.status, {"error_code": "INTERNAL_ERROR", "message": "database is gone"})
+                if self.path.endswith("experiments/search"):
+                    return self.answer(200, {"experiments": [{"experiment_id": "1", "name": "fake"}]})
+                return self.answer(200, {"runs": [{"info": {"run_id": "r1", "experiment_id": "1", "status": "FAILED",
+                                                            "run_name": "fake-run", "start_time": 1700000000000},
+                                                   "data": {"tags": [{"key": "mlflow.note.content",
+                                                                      "value": "from the fake"}]}}]})
+
+            def answer(self, status, body):
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    for name in ("MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    server = Fake()
+    yield server
+    server.close()
+
+
+def test_a_server_failing_keeps_the_last_good_records_reports_once_and_recovers(fake, caplog):
+    pool = pool_of(fake.url)
+    (source,) = pool.trackers
+    assert pool.get("r1").headline == "from the fake"
+    fake.status = 500
+    with caplog.at_level("WARNING", logger="soma_lsp.pool.live"):
+        message = pool.sync_tracker(source)
+        version = pool.version
+        assert pool.sync_tracker(source) == message and pool.version == version  # nothing new to tell
+    assert message == f"the MLflow tracking server {fake.url} answered HTTP 500 Internal Server Error: database is gone"
+    assert [r.message for r in caplog.records] == [message]  # reported once, not at every poll
+    assert pool.get("r1") is not None and pool.problems[source.entry][0].message == message
+    fake.status = 200
+    assert pool.sync_tracker(source) is None and source.entry not in pool.problems and pool.get("r1")
+
+
+def test_wrong_token_is_a_clear_message_that_never_shows_the_token(fake, monkeypatch):
+    fake.token = "right-token"
+    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", "wrong-secret-token")
+    pool = pool_of(fake.url)
+    (problem,) = pool.problems[fake.url]
+    assert "refused the credentials given (HTTP 401)" in problem.message and "MLFLOW_TRACKING_TOKEN" in problem.message
+    assert "wrong-secret-token" not in problem.message and len(pool) == 0
+    assert fake.seen[-1] == "Bearer wrong-secret-token"  # sent as MLflow's client sends it
+    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", "right-token")
+    assert len(pool_of(fake.url)) == 1
+
+
+def test_basic_credentials_and_no_credentials(fake, monkeypatch):
+    fake.token = "alice:s3cret"
+    pool = pool_of(fake.url)
+    assert "refused no credentials (HTTP 401)" in pool.problems[fake.url][0].message
+    monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", "alice")
+    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", "s3cret")
+    assert len(pool_of(fake.url)) == 1
+
+
+def test_unreachable_server_is_a_clear_message():
+    url = f"http://127.0.0.1:{free_port()}"
+    pool = pool_of(url)
+    assert pool.problems[url][0].message.startswith(f"cannot reach the MLflow tracking server {url}")

@@ -1,0 +1,115 @@
+"""W&B run folders written by the real wandb client (offline mode): offline runs read from their binary
+log, online-style runs from `files/` (which win), the `latest-run` symlink not counted twice, a damaged
+log reported with the run skipped, and live updates through the follower."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from soma_lsp.pool.trackers import WandbFolder, wandb_log
+from soma_lsp.pool.trackers.follow import TrackerFollower
+from soma_lsp.records import Status
+from trackers_support import pool_of, tracker_home, wait_for, worker  # noqa: F401
+
+
+def offline_run(worker, root: Path, name: str, **arguments) -> tuple[str, Path]:
+    arguments.setdefault("notes", "theta 500k diverges at 2k steps\nloss spikes")
+    answer = worker("wandb_run", dir=str(root), name=name, **arguments)
+    run, folder = answer["run_id"], Path(answer["folder"])
+    log = folder / f"run-{run}.wandb"  # wandb's core process may still be flushing after finish()
+    wait_for(lambda: wandb_log.read(log.read_bytes()).exit_code is not None, "the run's exit record")
+    return run, folder
+
+
+def make_online(folder: Path, *, config: str, summary: dict, metadata: dict) -> Path:
+    """An online run's folder as W&B leaves it: `run-…` with files/config.yaml, wandb-summary.json and
+    wandb-metadata.json (an online run needs a W&B server; its log is the same as an offline run's)."""
+    online = folder.with_name(folder.name.replace("offline-run-", "run-"))
+    folder.rename(online)
+    (online / "files").mkdir(exist_ok=True)
+    (online / "files" / "config.yaml").write_text(config)
+    (online / "files" / "wandb-summary.json").write_text(json.dumps(summary))
+    (online / "files" / "wandb-metadata.json").write_text(json.dumps(metadata))
+    return online
+
+
+def test_offline_and_online_runs_become_records(worker, tmp_path):
+    failed, _ = offline_run(worker, tmp_path, "rope-500k", tags=["rope", "dead-end"],
+                            config={"rope_theta": 500000, "lr": 3e-4}, metrics=[{"val_loss": 3.5}, {"val_loss": 4.1}],
+                            exit_code=1)
+    done, folder = offline_run(worker, tmp_path, "baseline", notes=None, config={"lr": 1e-3},
+                               metrics=[{"val_loss": 3.0}], exit_code=0)
+    online = make_online(folder, config="wandb_version: 1\n_wandb:\n  value: {}\nlr:\n  desc: null\n  value: 0.002\n",
+                         summary={"val_loss": 2.5, "_runtime": 3, "_step": 0},
+                         metadata={"git": {"remote": "https://example.org/team/model.git",
+                                           "commit": "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d"},
+                                   "startedAt": "2026-03-01T12:00:00.000000Z"})
+    wandb = tmp_path / "wandb"
+    assert (wandb / "latest-run").is_symlink()
+    pool = pool_of(wandb)
+    assert [type(s) for s in pool.trackers] == [WandbFolder]
+    assert len(pool) == 2 and pool.summary()["errors"] == 0  # latest-run is not a third run
+    record = pool.get(failed)
+    assert record.name == "rope-500k" and record.status is Status.FAILED
+    assert record.headline == "theta 500k diverges at 2k steps" and "loss spikes" in record.notes
+    assert {"rope_theta=500000", "lr=0.0003"} <= set(record.notes.split())
+    assert record.tags == ("rope", "dead-end") and record.metrics[0].value == 4.1
+    assert record.commit is None or len(record.commit) == 40  # (the worker's cwd is not a git work tree)
+    assert record.origin == f"W&B run folder {wandb} · project soma"
+    other = pool.get(done)
+    assert other.status is Status.SUCCEEDED and other.source.path == str(online)
+    assert "lr=0.002" in other.notes.split() and [(m.name, m.value) for m in other.metrics] == [("val_loss", 2.5)]
+    assert other.commit == "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d"
+    assert other.repo == "https://example.org/team/model.git"
+    assert other.created_at.isoformat().startswith("2026-03-01T12:00:00")
+
+
+def test_damaged_log_skips_that_run_by_name_and_loads_the_others(worker, tmp_path):
+    good, _ = offline_run(worker, tmp_path, "good")
+    bad, folder = offline_run(worker, tmp_path, "bad")
+    log = folder / f"run-{bad}.wandb"
+    data = bytearray(log.read_bytes())
+    data[20] ^= 0xFF  # a flipped byte inside the first record: its checksum fails
+    log.write_bytes(bytes(data))
+    pool = pool_of(tmp_path / "wandb")
+    assert [r.id for r in pool.records()] == [good]
+    (problem,) = pool.problems[str(folder)]
+    assert problem.kind == "tracker" and f"W&B run {bad} skipped" in problem.message
+    assert "checksum mismatch" in problem.message
+
+
+def test_unreadable_summary_is_a_warning_and_the_run_still_loads(worker, tmp_path):
+    run, folder = offline_run(worker, tmp_path, "half")
+    online = make_online(folder, config="lr: {value: 1}\n", summary={}, metadata={})
+    (online / "files" / "wandb-summary.json").write_text('{"val_loss": 2.')  # being written
+    pool = pool_of(tmp_path / "wandb")
+    assert pool.get(run) is not None
+    (problem,) = pool.problems[str(online)]
+    assert problem.severity == "warning" and "wandb-summary.json unreadable" in problem.message
+
+
+def test_wandb_folder_live_add_change_delete(worker, tmp_path):
+    first, folder = offline_run(worker, tmp_path, "first")
+    pool = pool_of(tmp_path / "wandb")
+    with TrackerFollower(pool):
+        second, _ = offline_run(worker, tmp_path, "second", exit_code=1)
+        wait_for(lambda: pool.get(second) is not None and pool.get(second).status is Status.FAILED, "a new run")
+        online = make_online(folder, config="lr: {value: 5}\n", summary={"val_loss": 1.5}, metadata={})
+        wait_for(lambda: pool.get(first) is not None and pool.get(first).metrics
+                 and pool.get(first).metrics[0].value == 1.5, "a run's summary written")
+        shutil.rmtree(online)
+        wait_for(lambda: pool.get(first) is None, "a run folder removed")
+    assert len(pool) == 1 and os.path.isdir(tmp_path / "wandb")
+
+
+def test_a_log_spanning_many_blocks_reads_whole(worker, tmp_path):
+    long_text = "x" * 100_000  # one config record over several 32 KiB blocks (first, middle, last chunks)
+    run, folder = offline_run(worker, tmp_path, "long", config={"blob": long_text, "rope_theta": 10000},
+                              metrics=[{"step_loss": float(i)} for i in range(2000)])
+    assert (folder / f"run-{run}.wandb").stat().st_size > 3 * 32 * 1024
+    record = pool_of(tmp_path / "wandb").get(run)
+    assert "rope_theta=10000" in record.notes.split() and f"blob={long_text}" in record.notes.split()
+    assert [(m.name, m.value) for m in record.metrics] == [("step_loss", 1999.0)]
