@@ -101,9 +101,11 @@ def record_lsp_location(record: Record) -> lsp.Location | None:
 
 
 def result(scored: ScoredRecord, tied: bool, commit: CommitTie | None = None) -> dict[str, Any]:
-    """SPEC 2.8's object with `tied`, and for a tie through a commit `tied_by_commit`: the sha, how
-    many commits ago, whether the definition changed since, and a sweep's evidence."""
+    """SPEC 2.8's object with `tied` and `origin` (where a tracker's run came from; null for a record
+    file's), and for a tie through a commit `tied_by_commit`: the sha, how many commits ago, whether
+    the definition changed since, and a sweep's evidence."""
     out = result_json(scored, tied=tied)
+    out["origin"] = scored.record.origin
     if commit is not None:
         out["tied_by_commit"] = {
             "commit": commit.commit, "commits_ago": commit.commits_ago, "definition": commit.qualname,
@@ -148,6 +150,8 @@ def record_json(record: Record) -> dict[str, Any]:
         "metrics": [metric_json(m) for m in record.metrics],
         "code": [str(tie) for tie in record.code],
         "commit": record.commit,
+        "repo": record.repo,
+        "origin": record.origin,
         "tags": list(record.tags),
         "url": record.url,
         "importance": record.importance,

@@ -9,7 +9,9 @@
 * Watching: the client's watcher (`client/registerCapability` for `workspace/didChangeWatchedFiles`)
   when it supports dynamic registration and every pool root is inside the workspace; otherwise the
   server's own `PoolWatcher`. Watching starts before the load; changes seen during it are applied
-  after it.
+  after it. Trackers in the pool (MLflow, W&B: docs/spec.md §1.6) are followed by their own
+  `TrackerFollower` once loaded — folder events, SQLite change checks, a tracking server polled every
+  `pollSeconds`.
 * Status: `soma/poolStatus` notifications (and the `soma.poolStatus` command's answer), work-done
   progress while loading (`progress`).
 """
@@ -28,6 +30,7 @@ from lsprotocol import types as lsp
 
 from ..pool import LivePool, PoolChange, PoolWatcher, pool_roots
 from ..pool.snapshot import cache_directory
+from ..pool.trackers.follow import TrackerFollower
 from ..retrieval import LiveIndex
 from . import convert, settings as settings_module
 from .progress import IndexingProgress
@@ -48,6 +51,7 @@ class PoolService:
         self.session = session
         self.roots: list[str] = []
         self.watcher: PoolWatcher | None = None
+        self.follower: TrackerFollower | None = None
         self.client_watching = False
         self._pending_pool: LivePool | None = None
         self._unsubscribe: Callable[[], None] | None = None
@@ -119,6 +123,13 @@ class PoolService:
             self._pending_pool = None
         if previous_watcher is not None:
             session.submit_pool(previous_watcher.stop)
+        previous_follower, self.follower = self.follower, None
+        if previous_follower is not None:
+            session.submit_pool(previous_follower.stop)
+        if pool.trackers:
+            follower = TrackerFollower(pool, poll_seconds=session.settings.poll_seconds)
+            await session.run_pool(follower.start)
+            self.follower = follower
         if self._unsubscribe is not None:
             self._unsubscribe()
         self.roots = roots
@@ -199,7 +210,7 @@ class PoolService:
             return {"version": 0, "pools": list(self.roots), "records": 0, "files": 0, "errors": 0,
                     "indexing": session.indexing, "restored": 0}
         summary = pool.summary()
-        return {"version": pool.version, "pools": pool.roots, "records": summary["records"],
+        return {"version": pool.version, "pools": pool.sources, "records": summary["records"],
                 "files": summary["files"], "errors": summary["errors"], "indexing": session.indexing,
                 "restored": pool.restored}
 
@@ -265,18 +276,22 @@ class PoolService:
             log.warning("client/unregisterCapability failed: %s", error)
 
     def shut_down(self) -> None:
-        """`shutdown`: stop the server's own watcher (off the loop) and save what changed since the
-        last snapshot (usually a few records: quick)."""
-        watcher, self.watcher = self.watcher, None
-        if watcher is not None:
-            self.session.submit_pool(watcher.stop)
+        """`shutdown`: stop the server's own watcher and the tracker follower (off the loop) and save
+        what changed since the last snapshot (usually a few records: quick)."""
+        for stopping in self._followers():
+            self.session.submit_pool(stopping.stop)
         self.save_snapshot()
 
     def close(self) -> None:
-        """The server is going away: stop the watcher now (briefly waiting for it)."""
-        watcher, self.watcher = self.watcher, None
-        if watcher is not None:
+        """The server is going away: stop the watcher and the follower now (briefly waiting)."""
+        for stopping in self._followers():
             try:
-                watcher.stop(timeout=1.0)
+                stopping.stop(timeout=1.0)
             except Exception:  # noqa: BLE001
                 pass
+
+    def _followers(self) -> list:
+        """The watcher and the tracker follower, detached from the service."""
+        found = [f for f in (self.watcher, self.follower) if f is not None]
+        self.watcher = self.follower = None
+        return found

@@ -45,6 +45,7 @@ class Settings:
     dead_end_severity: str = "warning"
     commit_severity: str = "warning"  # dead ends tied through the commit a run ran at (pool.commit_ties)
     snapshot: bool = True  # keep the loaded pool in a snapshot in the cache directory (pool.snapshot)
+    poll_seconds: float = 10.0  # how often a tracking server in the pool is asked for new runs (§1.6)
     cache_unused_days: float = UNUSED_DAYS  # cache entries unused this long are removed (pool.cache)
     cache_max_mb: float = MAX_BYTES / 2**20  # … and the least recently used beyond this size
 
@@ -62,6 +63,7 @@ class Settings:
             "codeLens": {"enabled": self.code_lens},
             "deadEnds": {"severity": self.dead_end_severity, "commitSeverity": self.commit_severity},
             "snapshot": {"enabled": self.snapshot},
+            "pollSeconds": self.poll_seconds,
             "cache": {"unusedDays": self.cache_unused_days, "maxSizeMB": self.cache_max_mb},
         }
 
@@ -133,6 +135,7 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "snapshot.enabled": ("snapshot", _boolean),
     "deadEnds.severity": ("dead_end_severity", _severity),
     "deadEnds.commitSeverity": ("commit_severity", _severity),
+    "pollSeconds": ("poll_seconds", _number(1.0)),
     "cache.unusedDays": ("cache_unused_days", _number(0.0, low_open=True)),
     "cache.maxSizeMB": ("cache_max_mb", _number(1.0)),
 }

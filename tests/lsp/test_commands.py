@@ -12,7 +12,7 @@ from conftest import Session
 
 TRANSFORMER = "model/transformer.py"
 SHAPE = {"id", "name", "status", "dead_end", "score", "components", "weights", "matched_terms",
-         "shared_components", "headline", "time", "location", "url", "tied"}
+         "shared_components", "headline", "time", "location", "url", "tied", "origin"}
 
 
 def check_shape(result: dict) -> None:
