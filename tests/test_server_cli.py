@@ -61,3 +61,9 @@ def test_arch_prints_the_bag():
     assert {"RMSNorm", "RotaryEmbedding", "Attention", "Linear"} <= set(rows)
     bag = json.loads(soma("arch", "configs/moe.yaml", "--json").stdout)
     assert bag["MoELayer"] == 6 and bag["Expert"] == 48
+
+
+def test_query_that_finds_nothing_names_where_it_looked(tmp_path):
+    result = soma("query", "anything", "--no-snapshot", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"No experiments in a pool of 0 (read from {tmp_path.resolve() / '.soma' / 'pool'})."

@@ -23,9 +23,10 @@ def add_parser(subparsers) -> None:
                         help="a component of the query architecture (repeatable)")
     parser.add_argument("--now", default=None, metavar="RFC3339",
                         help="the time recency is measured from (default: now; 'none' leaves recency out)")
-    parser.add_argument("--half-life", type=float, default=DEFAULT_HALF_LIFE_DAYS, metavar="DAYS")
+    parser.add_argument("--half-life", type=float, default=DEFAULT_HALF_LIFE_DAYS, metavar="DAYS",
+                        help=f"days until recency halves (default {DEFAULT_HALF_LIFE_DAYS:g}; docs/spec.md §2.3)")
     parser.add_argument("--limit", type=int, default=10, metavar="N", help="results to show (0 = all)")
-    parser.add_argument("--json", action="store_true", help="print a JSON list of results (SPEC 2.8)")
+    parser.add_argument("--json", action="store_true", help="print a JSON list of results (docs/spec.md §2.8)")
     parser.set_defaults(run=run)
 
 
@@ -51,6 +52,6 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps_json([result_json(r) for r in results]))
     else:
-        print_table(results, len(pool.index))
+        print_table(results, len(pool.index), pool.sources)
     common.done_with(pool)
     return 0

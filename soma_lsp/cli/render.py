@@ -56,10 +56,12 @@ def _term(scored: ScoredRecord, term: str) -> str:
     return f"{value:.2f}×{scored.components.weights[term]:.2f}"
 
 
-def print_table(results: Sequence[ScoredRecord], pool_size: int) -> None:
-    """One row per result with each term as value×effective weight, then its headline and matches."""
+def print_table(results: Sequence[ScoredRecord], pool_size: int, sources: Sequence[str] = ()) -> None:
+    """One row per result with each term as value×effective weight, then its headline and matches.
+    With none, where it looked (`sources`: the pool's entries), so an empty answer is not a mystery."""
     if not results:
-        print(f"No experiments in a pool of {pool_size}.")
+        where = ", ".join(terminal_safe(s) for s in sources) or "no pool"
+        print(f"No experiments in a pool of {pool_size} (read from {where}).")
         return
     width = shutil.get_terminal_size((100, 20)).columns
     name_width = max(12, min(32, max(len(terminal_safe(r.record.name)) for r in results)))
