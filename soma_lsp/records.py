@@ -129,6 +129,10 @@ class Record:
     #: where the run came from when a tracker holds it (tracker, store, experiment), for hover and
     #: find-related: "MLflow tracking server http://host:5000 · experiment rope"; None for soma's own files
     origin: str | None = None
+    #: the file holding the diff of the run's uncommitted changes against `commit` (W&B's
+    #: `files/diff.patch`): set by a tracker reader only, never read from a record file (nothing reads
+    #: a path a record names)
+    patch: str | None = None
 
     @property
     def time(self) -> datetime | None:
@@ -198,6 +202,7 @@ def parse_record(mapping: Any, *, source: Source | None = None) -> Record:
         () if status else (f"status: unknown status {raw_status!r}, loaded as 'unknown'",),
         _optional_text(get("repo"), "repo"),
         _optional_text(get("origin"), "origin"),
+        None,  # patch: a tracker reader's to set, never a record file's
     )
 
 

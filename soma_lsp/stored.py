@@ -33,7 +33,7 @@ def encode(record: Record) -> bytes:
         tuple((m.name, m.value, m.baseline, m.goal) for m in record.metrics),
         tuple((t.path, t.symbol) for t in record.code), record.commit, record.tags, record.url,
         record.importance, dict(record.extra), record.source.line if record.source else 0, record.warnings,
-        record.repo, record.origin))
+        record.repo, record.origin, record.patch))
 
 
 def _moment(value: datetime | None) -> tuple[str, float | None] | None:
@@ -83,12 +83,13 @@ class RecordStore:
 
     def _decode(self, i: int) -> Record:
         (id_, name, status, created, finished, headline, details, notes, architecture, metrics, code, commit,
-         tags, url, importance, extra, line, warnings, repo, origin) = marshal.loads(
+         tags, url, importance, extra, line, warnings, repo, origin, patch) = marshal.loads(
             self._blob[self._offsets[i]:self._offsets[i + 1]])
         return record_from_fields(id_, name, _STATUS[status], _datetime(created), _datetime(finished), headline,
                                   details, notes, architecture, tuple(metric_from_fields(*m) for m in metrics),
                                   tuple(tie_from_fields(*t) for t in code), commit, tags, url, importance, extra,
-                                  Source(self._paths[bisect_right(self._starts, i) - 1], line), warnings, repo, origin)
+                                  Source(self._paths[bisect_right(self._starts, i) - 1], line), warnings, repo, origin,
+                                  patch)
 
 
 class RecordList:

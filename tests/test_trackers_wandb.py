@@ -9,6 +9,8 @@ import os
 import shutil
 from pathlib import Path
 
+import numpy as np
+
 from soma_lsp.pool.trackers import WandbFolder, wandb_log
 from soma_lsp.pool.trackers.follow import TrackerFollower
 from soma_lsp.records import Status
@@ -113,3 +115,24 @@ def test_a_log_spanning_many_blocks_reads_whole(worker, tmp_path):
     record = pool_of(tmp_path / "wandb").get(run)
     assert "rope_theta=10000" in record.notes.split() and f"blob={long_text}" in record.notes.split()
     assert [(m.name, m.value) for m in record.metrics] == [("step_loss", 1999.0)]
+
+
+def test_a_run_on_uncommitted_code_carries_its_patch_to_the_commit_ties(worker, tmp_path):
+    """W&B keeps a run's uncommitted changes as files/diff.patch; the record points at it (kept through
+    a snapshot), and the commit ties read it — a FIFO in its place is not waited for."""
+    from soma_lsp.server.commit_service import run_of
+    from soma_lsp.stored import RecordStore, encode
+
+    run, folder = offline_run(worker, tmp_path, "norm-eps", config={"lr": 3e-4}, exit_code=1)
+    online = make_online(folder, config="wandb_version: 1\n", summary={},
+                         metadata={"git": {"commit": "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d"}})
+    patch = online / "files" / "diff.patch"
+    patch.write_bytes(b"diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-a\n+b\n")
+    record = pool_of(tmp_path / "wandb").get(run)
+    assert record.patch == str(patch) and run_of(record).patch == patch.read_bytes()
+    blob = encode(record)
+    store = RecordStore(blob, np.array([0, len(blob)]), [(0, record.source.path)])
+    assert store[0].patch == str(patch)  # what a restart from the snapshot gives back
+    patch.unlink()
+    os.mkfifo(patch)
+    assert run_of(record).patch is None

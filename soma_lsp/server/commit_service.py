@@ -19,6 +19,7 @@ import asyncio
 import hashlib
 import logging
 import os
+import stat
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
@@ -37,12 +38,31 @@ log = logging.getLogger("soma_lsp.server")
 DELAY = 0.2
 
 
+#: The largest uncommitted-changes patch read for a run (W&B's diff.patch; a bigger one ties by its commit).
+MAX_PATCH_BYTES = 1 << 20
+
+
 def run_of(record: Record) -> CommitRun:
-    """What tying needs of a record (its settings from the `key=value` words of its text)."""
+    """What tying needs of a record (its settings from the `key=value` words of its text; the patch
+    of its uncommitted changes when a tracker found one)."""
     dead = is_dead_end(record)
     text = " ".join(t for t in (record.name, record.headline, record.details, record.notes) if t)
     return CommitRun(record.id, record.commit or "", record.repo, dead, record.status == Status.SUCCEEDED and not dead,
-                     knob_settings(text))
+                     knob_settings(text), _patch(record.patch))
+
+
+def _patch(path: str | None) -> bytes | None:
+    """A run's patch file, when it is a regular file of at most MAX_PATCH_BYTES (else None)."""
+    if not path:
+        return None
+    try:  # O_NONBLOCK: a FIFO in a run folder must not wait for a writer
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return None
+            data = f.read(MAX_PATCH_BYTES + 1)
+    except OSError:
+        return None
+    return data if len(data) <= MAX_PATCH_BYTES else None
 
 
 class CommitTieService:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -51,6 +51,7 @@ class Run:
     repo: str | None = None
     url: str | None = None
     origin: str | None = None
+    patch: str | None = None  # a file with the run's uncommitted diff (Record.patch)
 
 
 def record_mapping(run: Run) -> dict[str, Any]:
@@ -91,6 +92,8 @@ def run_load(key: str, run: Run, stamp: tuple[int, ...] | None, problems: list[P
     out = FileLoad(key, stamp=stamp)
     out.problems.extend(problems or ())
     _add_record(out, record_mapping(run), 0)
+    if run.patch and out.records:
+        out.records[-1] = replace(out.records[-1], patch=run.patch)
     return out
 
 

@@ -100,7 +100,8 @@ class WandbFolder(FolderSource):
                   metrics={k: v for k, v in summary.items() if not k.startswith("_")
                            and isinstance(v, int | float) and not isinstance(v, bool)},
                   commit=git.get("commit") or log.commit, repo=git.get("remote") or log.remote,
-                  origin=f"{self.kind} {self.path} · project {project}")
+                  origin=f"{self.kind} {self.path} · project {project}",
+                  patch=patch if os.path.isfile(patch := os.path.join(run_dir, "files", "diff.patch")) else None)
         return run_load(run_dir, run, stamp, problems)
 
 
