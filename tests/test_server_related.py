@@ -27,7 +27,9 @@ def test_tie_points_at_the_scope_its_parts_and_what_encloses_it():
     assert tie_points_at("Attention.forward", attention, DEFS, file_scope_takes_all=False)  # enclosed
     assert tie_points_at("Attention", forward, DEFS, file_scope_takes_all=False)  # encloses
     assert not tie_points_at("Block.forward", attention, DEFS, file_scope_takes_all=False)
-    assert tie_points_at(None, attention, DEFS, file_scope_takes_all=False)  # the whole file
+    # a tie to the whole file points at the file, not at each definition in it (docs/spec.md §3.6)
+    assert not tie_points_at(None, attention, DEFS, file_scope_takes_all=False)
+    assert tie_points_at(None, None, DEFS, file_scope_takes_all=False)
     assert not tie_points_at("Attention", None, DEFS, file_scope_takes_all=False)
     assert tie_points_at("Attention", None, DEFS, file_scope_takes_all=True)
 
@@ -48,15 +50,18 @@ def records():
 def test_ties_first_dead_ends_first_then_the_gated_rest():
     index = LiveIndex(records())
     tied = tied_records(index, "m.py", DEFS[1], DEFS, file_scope_takes_all=False)
-    assert [r.id for r in tied] == ["a", "d"]
+    assert [t.record.id for t in tied] == ["a"]  # "d" is tied to the file as a whole, not to this definition
+    whole = tied_records(index, "m.py", None, DEFS, file_scope_takes_all=True)
     query = RetrievalQuery(text="rope theta scaling long", now=NOW, limit=None)
+    everything = find_related(index, query, whole, min_score=0.0, limit=None)
+    assert [s.record.id for s in everything.tied] == ["a", "d"]  # the whole file's scope: both, dead ends by score
+    assert all(s.dead_end for s in everything.tied)
     related = find_related(index, query, tied, min_score=0.0, limit=None)
-    assert [s.record.id for s in related.tied] == ["a", "d"]  # both dead ends: by score
-    assert all(s.dead_end for s in related.tied)
-    assert [s.record.id for s in related.ranked] == ["b"]  # "e" matches one word only: no evidence
+    assert [s.record.id for s in related.tied] == ["a"]
+    assert [s.record.id for s in related.ranked] == ["b"]  # "e" matches one word only: no evidence; "d" none
     one_word = find_related(index, query, (), min_score=0.0, limit=None, min_terms=1)
     assert "e" in [s.record.id for s in one_word.ranked]
-    assert related.total == 3 and related.dead_ends == 2 and related.more(1) == 2
+    assert related.total == 2 and related.dead_ends == 1 and related.more(1) == 1
 
 
 def test_relative_paths_and_ages(tmp_path):
