@@ -223,3 +223,29 @@ def test_a_patch_that_does_not_apply_ties_nothing(repo):
              b"+++ b/model/transformer.py\n@@ -14,2 +14,2 @@\n     def forward(self, x):\n"
              b"-        return x / 7\n+        return x / 8\n")
     assert len(ties_of(repo, CommitRun("wandb-1", sha, patch=patch))) == 0
+
+
+def test_detached_head_ties_relative_to_what_is_checked_out(repo):
+    first = git(repo, "rev-parse", "HEAD")
+    norm = commit(repo, "norm", {"model/transformer.py": MODEL_V1.replace("x / 2", "x / 3")})
+    commit(repo, "later", {"model/transformer.py": MODEL_V1.replace("x / 2", "x / 4")})
+    git(repo, "checkout", "-q", "--detach", norm)
+    (tie,) = ties_of(repo, CommitRun("exp-1", norm)).for_path(str(repo / "model/transformer.py"))
+    assert tie.commits_ago == 0 and not tie.changed_since
+    git(repo, "checkout", "-q", "--detach", first)  # before the run's commit: it is not in HEAD's history
+    (tie,) = ties_of(repo, CommitRun("exp-1", norm)).for_path(str(repo / "model/transformer.py"))
+    assert tie.commits_ago is None and tie.changed_since
+
+
+def test_a_submodule_is_its_own_repository(repo, tmp_path):
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    git(outer, "init", "-q", "-b", "main")
+    git(outer, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(repo), "lib")
+    git(outer, "commit", "-q", "-m", "add lib")
+    outer_sha = git(outer, "rev-parse", "HEAD")
+    lib = outer / "lib"
+    inner_sha = commit(lib, "norm", {"model/transformer.py": MODEL_V1.replace("x / 2", "x / 3")})
+    tie_map = ties_of(lib, CommitRun("outer", outer_sha), CommitRun("inner", inner_sha))
+    assert names(tie_map, lib / "model/transformer.py") == {("inner", "RMSNorm.forward")}
+    assert "outer" in tie_map.skipped  # the superproject's commit is not the submodule's
