@@ -232,6 +232,23 @@ step('hover', function(res)
   res.text, res.kind = hover_text(class_line, name_col + 2)
 end)
 
+step('hover_float', function(res)
+  -- what a Neovim user reads: the hover float's own buffer (Neovim shows Markdown as source)
+  vim.api.nvim_win_set_cursor(0, { class_line + 1, name_col + 2 })
+  vim.lsp.buf.hover()
+  local float
+  need(vim.wait(10000, function()
+    for _, win in ipairs(vim.api.nvim_list_wins()) do
+      if vim.api.nvim_win_get_config(win).relative ~= '' then
+        float = win
+        return true
+      end
+    end
+  end, 50), 'hover: no float within 10 s')
+  res.lines = vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(float), 0, -1, false)
+  vim.api.nvim_win_close(float, true)
+end)
+
 step('codelens', function(res)
   -- lenses come from the plugin's own refresh (LspAttach / BufEnter / workspace/codeLens/refresh)
   local function on_class()

@@ -126,6 +126,15 @@ def test_hover_shows_tied_dead_end(run):
     assert "exp-0042" in text and "rope-theta-500k" in text, f"hover lacks exp-0042 / rope-theta-500k:\n{text}"
 
 
+def test_hover_float_reads_record_text_as_written(run):
+    """Neovim 0.11 shows a hover's Markdown source: names and headlines must arrive without escapes."""
+    lines = _step(run, "hover_float")["lines"]
+    text = "\n".join(lines)
+    assert any("rope-theta-500k** · exp-0042" in line for line in lines), text
+    assert "theta 500k diverges at 2k steps" in text, text
+    assert "\\-" not in text and "\\." not in text, text
+
+
 def test_code_lenses(run):
     c = _step(run, "codelens")
     title = c["class_lens"]["title"]
