@@ -5,6 +5,11 @@ A batch of records becomes one segment (`_Postings.prepare` off the read lock, `
 Removal leaves a dead slot's postings in place (only document frequencies change) until a compaction
 drops them; segments pile up and are merged in tiers (`_Postings.tidied`), so a query visits O(log)
 of them. Segments are compared and hashed by identity: the contribution cache keys on them.
+
+Looking up a few slots' counts (`_Segment.counts_at`, for the exact step) needs no scatter of whole
+postings: for all (term, slot) pairs at once, one `searchsorted` among every 64th posting's
+key·span + slot (`SAMPLE_STRIDE`), which is ascending over a whole segment, then a vectorised binary
+search within that window.
 """
 
 from __future__ import annotations
