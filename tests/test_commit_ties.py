@@ -2,53 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import textwrap
 
 import pytest
 
 from soma_lsp.knobs import knob_settings
 from soma_lsp.pool.commit_ties import CommitCache, CommitRun, commit_ties
 from soma_lsp.pool.gitrepo import GitRepo, normalise_url, parse_log_patch
+from git_support import MODEL as MODEL_V1, commit, git
 
-MODEL_V1 = textwrap.dedent('''\
-    import torch
-
-
-    class RotaryEmbedding:
-        def __init__(self, dim, theta=10000.0):
-            self.dim = dim
-            self.theta = theta
-
-        def forward(self, x):
-            return x
-
-
-    class RMSNorm:
-        def forward(self, x):
-            return x / 2
-
-
-    def train_step(model, batch):
-        return model(batch)
-    ''')
-
-
-def git(cwd, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
-    return subprocess.run(("git", *args), cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
-
-
-def commit(repo, message: str, files: dict[str, str]) -> str:
-    for name, text in files.items():
-        path = repo / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        git(repo, "add", name)
-    git(repo, "commit", "-q", "-m", message)
-    return git(repo, "rev-parse", "HEAD")
 
 
 @pytest.fixture

@@ -4,44 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
-import subprocess
-import textwrap
 
 import pytest
 
 from conftest import Session, TIMEOUT
+from git_support import MODEL, commit as commit_files, git
 
-MODEL = textwrap.dedent('''\
-    """A model."""
-
-
-    class RotaryEmbedding:
-        def __init__(self, dim, theta=10000.0):
-            self.theta = theta
-
-        def forward(self, x):
-            return x
-
-
-    class RMSNorm:
-        def forward(self, x):
-            return x / 2
-    ''')
-
-
-def git(cwd, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
-    return subprocess.run(("git", *args), cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
 
 
 def commit(root, message: str, text: str) -> str:
-    (root / "model.py").write_text(text)
-    git(root, "add", "model.py")
-    git(root, "commit", "-q", "-m", message)
-    return git(root, "rev-parse", "HEAD")
+    return commit_files(root, message, {"model.py": text})
 
 
 @pytest.fixture
