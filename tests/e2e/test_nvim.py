@@ -155,6 +155,7 @@ def test_related_fills_quickfix(run):
     qf_ids = [q["id"] for q in r["qf"]]
     assert qf_ids == r["server_ids"], f"quickfix {qf_ids} differs from the server's list {r['server_ids']}"
     assert qf_ids and qf_ids[0] == "exp-0042", f"exp-0042 is not first: {qf_ids}"
+    assert "tied to this code first, then by score" in r["qf_title"], r["qf_title"]  # the list says its order
     tied = [q["id"] for q in r["qf"] if q.get("tied")]
     assert set(tied) == ROPE_TIED, f"tied records {tied}, expected {sorted(ROPE_TIED)}"
     assert qf_ids[: len(tied)] == tied, f"tied records are not first: {qf_ids}"

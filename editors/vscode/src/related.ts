@@ -172,7 +172,7 @@ export async function showRelated(
         ? 'No related experiments'
         : `${results.length} related experiment${results.length === 1 ? '' : 's'}` +
           (dead ? ` · ${dead} dead end${dead === 1 ? '' : 's'}` : '') +
-          ' — pick one to open its record';
+          ' — ⚓ tied to this code first, then by score; pick one to open its record';
   } catch (e) {
     if (done) return;
     qp.placeholder = 'The server failed to answer — see "Soma: Show Output"';

@@ -186,7 +186,8 @@ end
 
 --- Show a list of results: fill the quickfix list, then offer them in `vim.ui.select`.
 function M.show_results(results, title)
-  title = title or 'soma: related experiments'
+  -- the order is the server's: tied to this code first (dead ends first), then by score
+  title = title or 'soma: related experiments (⚓ tied to this code first, then by score)'
   if type(results) ~= 'table' then
     results = {}
   end
