@@ -127,13 +127,17 @@ def _files(run_dir: str) -> dict[str, tuple[int, ...] | None]:
     if os.path.isfile(os.path.join(run_dir, META)):
         found[META] = stat_of(os.path.join(run_dir, META))
     for part in PARTS:
-        top = os.path.join(run_dir, part)
-        for directory, dirs, names in os.walk(top):
-            dirs[:] = [d for d in dirs if not d.startswith(".")]
-            for name in names:
-                path = os.path.join(directory, name)
-                found[os.path.relpath(path, run_dir)] = stat_of(path)
+        for path in _files_below(os.path.join(run_dir, part)):
+            found[os.path.relpath(path, run_dir)] = stat_of(path)
     return found
+
+
+def _files_below(top: str):
+    """Every file under `top` (hidden folders skipped), as paths."""
+    for directory, dirs, names in os.walk(top):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in names:
+            yield os.path.join(directory, name)
 
 
 def _meta(path: str) -> dict | str:
@@ -152,15 +156,12 @@ def _values(run_dir: str, part: str) -> dict[str, str]:
     """params/ or tags/: key (nested folders joined with `/`) → the file's text."""
     top = os.path.join(run_dir, part)
     values = {}
-    for directory, dirs, names in os.walk(top):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        for name in names:
-            path = os.path.join(directory, name)
-            try:
-                with open(path, encoding="utf-8", errors="replace") as f:
-                    values[os.path.relpath(path, top).replace(os.sep, "/")] = f.read()
-            except OSError:
-                continue
+    for path in _files_below(top):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                values[os.path.relpath(path, top).replace(os.sep, "/")] = f.read()
+        except OSError:
+            continue
     return values
 
 
