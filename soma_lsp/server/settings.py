@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..query.levers import ALL_ON, Levers
 from ..records import kind_of
 from ..retrieval import DEFAULT_HALF_LIFE_DAYS, DEFAULT_WEIGHTS, TERMS, Weights
 
@@ -43,6 +44,7 @@ class Settings:
     code_lens: bool = True
     dead_end_severity: str = "warning"
     snapshot: bool = True  # keep the loaded pool in a snapshot in the cache directory (pool.snapshot)
+    levers: Levers = ALL_ON  # the retrieval-quality levers (soma_lsp.query.levers), all on
 
     def to_json(self) -> dict[str, Any]:
         """The settings in the client's shape (for logs and `soma.poolStatus`)."""
@@ -54,6 +56,7 @@ class Settings:
             "codeLens": {"enabled": self.code_lens},
             "deadEnds": {"severity": self.dead_end_severity},
             "snapshot": {"enabled": self.snapshot},
+            "levers": {name: getattr(self.levers, name) for name in Levers.names()},
         }
 
 
@@ -107,6 +110,18 @@ def _boolean(value: Any) -> bool:
     return value
 
 
+def _levers(value: Any) -> Levers:
+    """`{"noise": false, ...}`: the named levers switched; the others stay on."""
+    if not isinstance(value, Mapping):
+        raise Invalid(f"expected an object {{{', '.join(Levers.names())}}}, got {kind_of(value)}")
+    for name, on in value.items():
+        if name not in Levers.names():
+            raise Invalid(f"unknown lever {name!r} (known: {', '.join(Levers.names())})")
+        if not isinstance(on, bool):
+            raise Invalid(f"levers.{name}: expected true or false, got {kind_of(on)}")
+    return Levers(**dict(value))
+
+
 def _severity(value: Any) -> str:
     if not isinstance(value, str) or value.strip().lower() not in SEVERITIES:
         raise Invalid(f"expected one of {', '.join(SEVERITIES)}, got {value!r}")
@@ -123,8 +138,9 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "codeLens.enabled": ("code_lens", _boolean),
     "snapshot.enabled": ("snapshot", _boolean),
     "deadEnds.severity": ("dead_end_severity", _severity),
+    "levers": ("levers", _levers),
 }
-_LEAVES = {"weights"}  # objects that are one value, not a group of keys
+_LEAVES = {"weights", "levers"}  # objects that are one value, not a group of keys
 
 
 def flatten(raw: Any, prefix: str = "") -> dict[str, Any]:

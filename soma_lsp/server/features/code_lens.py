@@ -77,11 +77,13 @@ def compute(snap: Snapshot, cancelled: Callable[[], bool] = lambda: False) -> li
         if cancelled():
             break
         (line, start), (_, end) = definition.name_range
-        built = build_query(doc.source, doc.name, position=(line, start), scope="lens")
+        built = build_query(doc.source, doc.name, position=(line, start), scope="lens",
+                            levers=snap.settings.levers)
         scope = built.scope or definition
         tied = tied_records(index, doc.relpath, scope, defs, file_scope_takes_all=False)
         query = snap.retrieval_query(built, limit=None)
-        related = find_related(index, query, tied, min_score=snap.settings.min_score, limit=None)
+        related = find_related(index, query, tied, min_score=snap.settings.min_score, limit=None,
+                               levers=snap.settings.levers)
         if not related:
             continue
         out.append(Lens(line, start, end, title(related.total, related.capped, related.dead_ends), doc.uri))

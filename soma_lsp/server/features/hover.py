@@ -33,6 +33,8 @@ class Prepared:
     tied: tuple = ()
     scope: str | None = None
     word_range: tuple[tuple[int, int], tuple[int, int]] | None = None
+    focus: tuple[str, ...] = ()  # the built query's cursor-line terms and settings (levers)
+    settings: tuple[tuple[str, str, str], ...] = ()
 
 
 def prepare(snap: Snapshot, position: tuple[int, int]) -> Prepared:
@@ -45,14 +47,15 @@ def prepare(snap: Snapshot, position: tuple[int, int]) -> Prepared:
         record = index.get(record_id)
         if record is not None:
             return Prepared(HoverView(card=record, range=span, now=now))
-    built = build_query(doc.source, doc.name, position=position, scope="hover")
+    built = build_query(doc.source, doc.name, position=position, scope="hover",
+                        levers=snap.settings.levers)
     if not built.word:
         return Prepared()
     defs = definitions(doc.source, doc.name)
     tied = tied_records(index, doc.relpath, built.scope, defs, file_scope_takes_all=False)
     query = replace(snap, now=now).retrieval_query(built, limit=snap.settings.hover_count)
     return Prepared(query=query, tied=tuple(tied), scope=built.scope.qualname if built.scope else None,
-                    word_range=built.word_range)
+                    word_range=built.word_range, focus=built.focus, settings=built.settings)
 
 
 class HoverCache:
@@ -89,7 +92,7 @@ def _cache_key(snap: Snapshot, prepared: Prepared) -> tuple:
     query, index = prepared.query, snap.index
     arch = tuple(sorted(dict(query.architecture).items())) if query.architecture else ()
     return (id(index), index.version, query.text, arch, query.now, tuple(r.id for r in prepared.tied),
-            prepared.scope, snap.settings)
+            prepared.scope, snap.settings, prepared.focus, prepared.settings)
 
 
 def finish(snap: Snapshot, prepared: Prepared, cache: HoverCache | None = None) -> HoverView | None:
@@ -103,7 +106,8 @@ def finish(snap: Snapshot, prepared: Prepared, cache: HoverCache | None = None) 
             return replace(cached, range=prepared.word_range) if cached is not None else None
     settings = snap.settings
     related = find_related(snap.index, prepared.query, prepared.tied, min_score=settings.min_score,
-                           limit=settings.hover_count, count_cap=HOVER_COUNT_CAP)
+                           limit=settings.hover_count, count_cap=HOVER_COUNT_CAP, levers=settings.levers,
+                           focus=prepared.focus, settings=prepared.settings)
     view = _view(related, settings.hover_count, prepared.scope, prepared.query.now) if related else None
     if cache is not None:
         cache.put(key, view)

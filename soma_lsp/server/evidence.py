@@ -1,0 +1,130 @@
+"""Evidence beyond the core's score, for what an editor surface shows (issue 20's server levers).
+
+`related.find_related` gates and orders through these functions when their lever is on
+(`soma_lsp.query.levers`); each is pure over the index and the built query, and none changes the
+core's ranking (SPEC 2) — only which ranked records pass and in what order they are shown.
+
+* **strength** (`strong`): lexical is normalised to the query's best match, so one shared common word
+  reaches lexical 1. A ranked record from a code scope must also match terms whose idf adds up to
+  `MIN_STRENGTH` (two words each in fewer than ~15% of the records), or share a component, or set a
+  knob as the cursor's line does.
+* **cursor** (`focus_order`): the ranked records that match the terms of the cursor's own line move
+  up by `FOCUS_BONUS` × the share of those terms they match — a hover on one call in a long function
+  is about that call.
+* **knob** (`knob_tier`): a record whose `key=value` sets the knob on the cursor's line to the same
+  value (equal as numbers, `soma_lsp.knobs`) is strong evidence: it comes right after the ties,
+  labelled "same setting: rope_theta = 1e6"; records that set the same knob to another value (the
+  other arms of that sweep) follow it.
+* **siblings** (`siblings_of`): records of the same experiment as a tied or top-ranked record — the
+  same name stem (`lr-3e-4-1b` ~ `lr-1e-3-1b`), or one naming the other ("re-run of rope-theta-1m")
+  — follow it, labelled "sibling of …": who must see one must see its siblings.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Sequence
+
+from ..knobs import knob_settings
+from ..records import Record
+from ..retrieval import LiveIndex, ScoredRecord
+
+#: Summed idf of the matched terms a ranked record needs from a code scope (lever `strength`).
+MIN_STRENGTH = 5.0
+#: How far a full match of the cursor's line moves a record up (lever `cursor`), in score units.
+FOCUS_BONUS = 0.10
+
+
+def strong(scored: ScoredRecord, idf: dict[str, float], min_strength: float = MIN_STRENGTH) -> bool:
+    parts = scored.components
+    return bool(parts.structural) or sum(idf.get(t, 0.0) for t in parts.matched_terms) >= min_strength
+
+
+def focus_order(ranked: Sequence[ScoredRecord], focus: Sequence[str]) -> list[ScoredRecord]:
+    if not focus:
+        return list(ranked)
+    wanted = set(focus)
+
+    def key(s: ScoredRecord) -> tuple:
+        share = len(wanted.intersection(s.components.matched_terms)) / len(wanted)
+        return (-(s.score + FOCUS_BONUS * share), s.record.id)
+    return sorted(ranked, key=key)
+
+
+# -- knobs ---------------------------------------------------------------------------------------------
+
+_tables: dict[tuple[int, int], dict[str, list[tuple[str, str, str]]]] = {}
+_lock = threading.Lock()
+
+
+def _knob_table(index: LiveIndex) -> dict[str, list[tuple[str, str, str]]]:
+    """knob → [(record id, canonical value, as written)] over the index as it stands (kept per version)."""
+    key = (id(index), index.version)
+    with _lock:
+        table = _tables.get(key)
+    if table is not None:
+        return table
+    table = {}
+    for record in index.records():
+        text = " ".join(filter(None, (record.name, record.headline, record.notes, record.details)))
+        for knob, setting in knob_settings(text).items():
+            table.setdefault(knob.rsplit(".", 1)[-1], []).append((record.id, setting.value, setting.text))
+    with _lock:
+        _tables.clear()  # one index at a time is asked; an old version is never asked again
+        _tables[key] = table
+    return table
+
+
+def knob_tier(index: LiveIndex, settings: Sequence[tuple[str, str, str]]) -> list[tuple[str, str]]:
+    """(record id, label) of the records setting a knob of the cursor's line: same value first."""
+    if not settings:
+        return []
+    table = _knob_table(index)
+    same, other = [], []
+    for knob, value, written in settings:
+        for record_id, their_value, their_text in table.get(knob, ()):
+            if their_value == value:
+                same.append((record_id, f"same setting: {knob} = {their_text}"))
+            else:
+                other.append((record_id, f"same knob: {knob} = {their_text} (here {written})"))
+    first: dict[str, str] = {}
+    for record_id, label in same + other:
+        first.setdefault(record_id, label)
+    return list(first.items())
+
+
+# -- siblings ------------------------------------------------------------------------------------------
+
+_VALUE_PART = re.compile(r"\d")
+
+
+def name_stem(name: str) -> str:
+    """A run's name without its settings: the `-`/`_` parts holding a digit and a leading `no`
+    dropped (`lr-3e-4-1b` → `lr`, `rope-theta-1m-4k-ctx-seed2` → `rope-theta-ctx`)."""
+    parts = [p for p in re.split(r"[-_\s]+", name.lower()) if p and not _VALUE_PART.search(p)]
+    if parts[:1] == ["no"]:
+        parts = parts[1:]
+    return "-".join(parts)
+
+
+def _mentions(record: Record, other: Record) -> bool:
+    text = " ".join(filter(None, (record.headline, record.notes, record.details))).lower()
+    return bool(text) and (other.name.lower() in text or other.id.lower() in text)
+
+
+def siblings_of(index: LiveIndex, anchors: Iterable[Record], exclude: set[str]) -> list[tuple[str, str]]:
+    """(record id, label) of the records of the same experiment as an anchor, anchors in order."""
+    records = index.records()
+    out: dict[str, str] = {}
+    for anchor in anchors:
+        stem = name_stem(anchor.name)
+        for record in records:
+            if record.id in exclude or record.id in out or record.id == anchor.id:
+                continue
+            if (stem and name_stem(record.name) == stem) or _mentions(record, anchor) or _mentions(anchor, record):
+                out[record.id] = f"sibling of {anchor.id}"
+    return list(out.items())
+
+
+__all__ = ["FOCUS_BONUS", "MIN_STRENGTH", "focus_order", "knob_tier", "name_stem", "siblings_of", "strong"]
