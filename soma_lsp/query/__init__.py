@@ -48,7 +48,7 @@ from .identifiers import STOP_WORDS, code_noise, is_noise_identifier, prose_word
 from .identifiers import identifiers as _identifiers
 from .languages import CONFIG_LANGUAGES, language_for_path
 from .levers import ALL_ON, Levers
-from .vocabulary import NOISE_TERMS, expand
+from .vocabulary import expand
 from .positions import (LineIndex, Position, Range, index_to_position, index_to_utf16,
                         position_to_index, split_lines, utf16_len, utf16_to_index)
 
@@ -71,8 +71,22 @@ class BuiltQuery:
     language: str = "text"
     word_range: Range | None = None  # where ``word`` is (for the hover's range)
     ask: str = ""  # the text to rank with: ``text``, the word in front when missing (module docstring)
-    focus: tuple[str, ...] = ()  # terms of the cursor's own line (lever `cursor`; related.py orders by them)
-    settings: tuple[tuple[str, str, str], ...] = ()  # (knob, canonical value, as written) set on the cursor's line
+    hints: Hints = field(default_factory=lambda: NO_HINTS)  # for the server's gate and order (levers)
+
+
+@dataclass(frozen=True)
+class Hints:
+    """What the server's gate and ordering need of a built query beyond its text (issue-20 levers):
+    ``focus`` the terms of the cursor's own line (lever `cursor`; empty for a lens, which is about the
+    whole definition), ``settings`` the (knob, canonical value, as written) set on that line (lever
+    `knob`), ``aliases`` the alias groups that fired (lever `aliases`: one idea each)."""
+
+    focus: tuple[str, ...] = ()
+    settings: tuple[tuple[str, str, str], ...] = ()
+    aliases: tuple[tuple[str, ...], ...] = ()
+
+
+NO_HINTS = Hints()
 
 
 def _ask(text: str, word: str | None) -> str:
@@ -201,15 +215,12 @@ def _class_bag(doc, cls: Definition) -> dict[str, float]:
     return bag
 
 
-def _refine(text: str, word: str | None, levers: Levers) -> str:
-    """Levers `noise` and `aliases` on the scope's terms (the cursor's word is never dropped)."""
-    terms = text.split()
-    if levers.noise:
-        keep = set(tokenize(word)) if word else set()
-        terms = [t for t in terms if t not in NOISE_TERMS or t in keep]
-    if levers.aliases:
-        terms = expand(terms)
-    return " ".join(dict.fromkeys(terms))
+def _refine(text: str, levers: Levers) -> tuple[str, tuple[tuple[str, ...], ...]]:
+    """Lever `aliases` on the scope's terms, and the alias groups that fired."""
+    if not levers.aliases:
+        return text, ()
+    terms, groups = expand(text.split())
+    return " ".join(dict.fromkeys(terms)), groups
 
 
 def _focus(doc, pos: Position | None, basis: str, levers: Levers) -> tuple[str, ...]:
@@ -217,8 +228,7 @@ def _focus(doc, pos: Position | None, basis: str, levers: Levers) -> tuple[str, 
     if not levers.cursor or pos is None or basis not in ("definition", "statement"):
         return ()
     line = doc.index.lines[pos[0]] if 0 <= pos[0] < len(doc.index.lines) else ""
-    terms = terms_text(_identifiers(line, code_noise(doc.lang) | STOP_WORDS)).split()
-    return tuple(t for t in terms if not (levers.noise and t in NOISE_TERMS))
+    return tuple(terms_text(_identifiers(line, code_noise(doc.lang) | STOP_WORDS)).split())
 
 
 def _line_settings(doc, pos: Position | None, levers: Levers) -> tuple[tuple[str, str, str], ...]:
@@ -294,18 +304,19 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
                 start = index.starts[row] if row < len(index.starts) else n
                 end = start + len(index.lines[row]) if row < len(index.lines) else n
                 basis = "line"
-    text = _refine(_text(doc, start, end, text_start, scope_def if basis == "definition" else None),
-                   word, levers)
+    text, groups = _refine(_text(doc, start, end, text_start, scope_def if basis == "definition" else None),
+                           levers)
     cls = _class_of(doc, scope_def) if levers.class_bag and basis == "definition" else None
     arch = _bag(doc, start, end, whole=basis == "file", cls=cls)
     return BuiltQuery(text, arch, scope_def, word, basis,
                       (index.position(start), index.position(end)), doc.lang, word_range, _ask(text, word),
-                      _focus(doc, pos, basis, levers), _line_settings(doc, pos, levers))
+                      hints=Hints(_focus(doc, pos, basis, levers) if scope != "lens" else (),
+                                  _line_settings(doc, pos, levers) if scope != "lens" else (), groups))
 
 
 __all__ = [
     "BuiltQuery", "Definition", "build_query", "definitions", "architecture_bag",
     "find_definition", "encloses", "related", "innermost", "language_for_path", "LineIndex",
     "position_to_index", "index_to_position", "utf16_len", "utf16_to_index", "index_to_utf16",
-    "clear_cache", "split_lines", "retrieval_query", "Levers", "ALL_ON",
+    "clear_cache", "split_lines", "retrieval_query", "Levers", "ALL_ON", "Hints", "NO_HINTS",
 ]

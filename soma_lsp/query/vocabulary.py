@@ -1,12 +1,6 @@
-"""Vocabulary the identifiers hide or overstate (issue 20, levers `noise` and `aliases`).
+"""Vocabulary the identifiers hide (issue 20, lever `aliases`).
 
-* `NOISE_TERMS` — retrieval terms that code says everywhere and that say nothing about an
-  experiment: tensor plumbing (`x`, `out`, `batch`, `size`, `shape`, `dim`), the framework's own
-  method names (`forward`, `call`, `setup`, `build`, `apply`), and the words every training run's
-  notes share with every model (`loss`, `logits`, `params`, `config`, `model`, `step`). Seen:
-  `GPT.forward` matched a failed rope-theta run on "block, logits, loss, size" alone. They are left
-  out of a code query; the word under the cursor is never dropped.
-* `ALIASES` — a small curated table of the names one ML idea goes by (the code says `freqs_cis`,
+`ALIASES` is a small curated table of the names one ML idea goes by (the code says `freqs_cis`,
   the notes say "rotary" or "RoPE"). Each group is a set of phrases; when every term of one phrase is
   in the query, the terms of the other phrases are added. Only ideas whose names share no term are
   listed, and only names specific enough not to fire in unrelated code (`eps` alone is not label
@@ -16,16 +10,6 @@
 from __future__ import annotations
 
 from ..retrieval import tokenize
-
-NOISE_TERMS = frozenset("""
-    x y z h out outs output outputs inp input inputs batch size sizes shape shapes dim dims
-    idx index indices num result results data tmp buf value values item items
-    forward call setup build apply init compact module modules model models layer
-    loss losses logits logit params param config cfg state states step steps fn func
-    torch jax jnp tf keras np nn optax flax linen functional tensor tensors array arrays
-    view reshape transpose permute contiguous cat concat stack split chunk zeros ones arange
-    mean sum float int device get set update name path new use
-""".split())
 
 ALIASES: tuple[tuple[str, ...], ...] = (
     ("rope", "rotary", "freqs cis", "rotary embedding"),
@@ -58,20 +42,19 @@ ALIASES: tuple[tuple[str, ...], ...] = (
 _GROUPS = tuple(tuple(tuple(tokenize(phrase)) for phrase in group) for group in ALIASES)
 
 
-def expand(terms: list[str]) -> list[str]:
-    """`terms` with the other names of every alias group one of whose phrases they hold, after them."""
+def expand(terms: list[str]) -> tuple[list[str], tuple[tuple[str, ...], ...]]:
+    """`terms` with the other names of every alias group one of whose phrases they hold, after them;
+    and the terms of each group that fired (one idea: the gate counts its strength once)."""
     present = set(terms)
     out = list(terms)
+    fired = []
     for group in _GROUPS:
         if any(all(t in present for t in phrase) for phrase in group):
-            for phrase in group:
-                out.extend(t for t in phrase if t not in present and len(t) > 1)
-                present.update(phrase)
-    return out
+            words = tuple(dict.fromkeys(t for phrase in group for t in phrase if len(t) > 1))
+            out.extend(t for t in words if t not in present)
+            present.update(words)
+            fired.append(words)
+    return out, tuple(fired)
 
 
-def without_noise(terms: list[str], keep: frozenset[str] = frozenset()) -> list[str]:
-    return [t for t in terms if t not in NOISE_TERMS or t in keep]
-
-
-__all__ = ["ALIASES", "NOISE_TERMS", "expand", "without_noise"]
+__all__ = ["ALIASES", "expand"]

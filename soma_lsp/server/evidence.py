@@ -31,14 +31,25 @@ from ..records import Record
 from ..retrieval import LiveIndex, ScoredRecord
 
 #: Summed idf of the matched terms a ranked record needs from a code scope (lever `strength`).
-MIN_STRENGTH = 5.0
+MIN_STRENGTH = 6.0
 #: How far a full match of the cursor's line moves a record up (lever `cursor`), in score units.
-FOCUS_BONUS = 0.10
+FOCUS_BONUS = 0.20
 
 
-def strong(scored: ScoredRecord, idf: dict[str, float], min_strength: float = MIN_STRENGTH) -> bool:
-    parts = scored.components
-    return bool(parts.structural) or sum(idf.get(t, 0.0) for t in parts.matched_terms) >= min_strength
+def strength(scored: ScoredRecord, idf: dict[str, float], aliases: Sequence[Sequence[str]] = ()) -> float:
+    """The summed idf of the query terms the record matched: a match's absolute strength. The
+    names of one idea (an alias group the query builder added) count once, by the rarest."""
+    matched = set(scored.components.matched_terms)
+    total = 0.0
+    for group in aliases:
+        hit = matched.intersection(group)
+        total += max((idf.get(t, 0.0) for t in hit), default=0.0)
+        matched -= hit
+    return total + sum(idf.get(t, 0.0) for t in matched)
+
+
+def strong(scored: ScoredRecord, idf: dict[str, float], aliases: Sequence[Sequence[str]] = ()) -> bool:
+    return bool(scored.components.structural) or strength(scored, idf, aliases) >= MIN_STRENGTH
 
 
 def focus_order(ranked: Sequence[ScoredRecord], focus: Sequence[str]) -> list[ScoredRecord]:

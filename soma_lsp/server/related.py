@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..query import ALL_ON, Definition, Levers, find_definition, related as symbols_related
+from ..query import ALL_ON, NO_HINTS, Definition, Hints, Levers, find_definition, related as symbols_related
 from ..records import Record
 from ..retrieval import LiveIndex, RetrievalQuery, ScoredRecord
 from . import evidence
@@ -102,24 +102,26 @@ def has_evidence(scored: ScoredRecord, min_terms: int) -> bool:
 
 def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Record], *, min_score: float,
                  limit: int | None, count: bool = True, min_terms: int = MIN_MATCHED_TERMS,
-                 count_cap: int = COUNT_CAP, levers: Levers = ALL_ON, focus: Sequence[str] = (),
-                 settings: Sequence[tuple[str, str, str]] = ()) -> Related:
+                 count_cap: int = COUNT_CAP, levers: Levers = ALL_ON, hints: Hints = NO_HINTS,
+                 unasked: bool = False) -> Related:
     """Ties first (scored with the same query), then the gated ranking without them, arranged by
-    the levers' evidence (`arrange`; `focus` and `settings` come from the built query).
+    the levers' evidence (`arrange`, with the built query's `hints`).
 
+    `unasked`: for what the editor shows without being asked (hover, lenses), which must stay quiet
+    where nothing relates: the strength gate applies there (lever `strength`), not to find-related.
     `limit` bounds what is returned (None: everything up to COUNT_CAP); with `count`, the gated
     ranking is read to `count_cap` to say how many there are in all."""
     tied_ids = [r.id for r in tied]
     tied_scored = sorted(index.score(query, tied_ids), key=_tie_order)
     tied_set = set(tied_ids)
     want = count_cap if (count or limit is None) else max(0, limit - len(tied_scored))
-    read = count_cap if levers.strength else want  # the strength gate may drop some: read on
+    read = count_cap if levers.strength and unasked else want  # the strength gate may drop some: read on
     ranked_all = index.rank(_with_limit(query, max(want, read) + len(tied_set)), relevant_only=True,
                             min_score=min_score)
     ranked = [s for s in ranked_all if s.record.id not in tied_set and has_evidence(s, min_terms)]
     capped = len(ranked_all) >= want + len(tied_set) and want > 0
-    ranked, labels = arrange(index, query, tied_scored, ranked, code=min_terms > 1, levers=levers,
-                             focus=focus, settings=settings)
+    ranked, labels = arrange(index, query, tied_scored, ranked, gate=unasked and min_terms > 1,
+                             levers=levers, hints=hints)
     total = len(tied_scored) + len(ranked)
     if limit is not None:
         ranked = ranked[: max(0, limit - len(tied_scored))]
@@ -127,18 +129,18 @@ def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Record]
 
 
 def arrange(index: LiveIndex, query: RetrievalQuery, tied: Sequence[ScoredRecord],
-            ranked: list[ScoredRecord], *, code: bool, levers: Levers, focus: Sequence[str],
-            settings: Sequence[tuple[str, str, str]]) -> tuple[list[ScoredRecord], tuple[tuple[str, str], ...]]:
+            ranked: list[ScoredRecord], *, gate: bool, levers: Levers,
+            hints: Hints) -> tuple[list[ScoredRecord], tuple[tuple[str, str], ...]]:
     """The issue-20 levers on a gated ranking (see `evidence`): the strength gate, the cursor's line,
     then the knob tier and siblings, which pass the gate whatever their score."""
-    if levers.strength and code and ranked:
+    if levers.strength and gate and ranked:
         idf = index.idf_of(t for s in ranked for t in s.components.matched_terms)
-        ranked = [s for s in ranked if evidence.strong(s, idf)]
+        ranked = [s for s in ranked if evidence.strong(s, idf, hints.aliases)]
     if levers.cursor:
-        ranked = evidence.focus_order(ranked, focus)
+        ranked = evidence.focus_order(ranked, hints.focus)
     labels: dict[str, str] = {}
     if levers.knob:
-        labels.update(evidence.knob_tier(index, settings))
+        labels.update(evidence.knob_tier(index, hints.settings))
     shown = {s.record.id for s in tied}
     front = [i for i in labels if i not in shown]
     if levers.siblings:

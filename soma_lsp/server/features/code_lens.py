@@ -83,7 +83,7 @@ def compute(snap: Snapshot, cancelled: Callable[[], bool] = lambda: False) -> li
         tied = tied_records(index, doc.relpath, scope, defs, file_scope_takes_all=False)
         query = snap.retrieval_query(built, limit=None)
         related = find_related(index, query, tied, min_score=snap.settings.min_score, limit=None,
-                               levers=snap.settings.levers)
+                               levers=snap.settings.levers, hints=built.hints, unasked=True)
         if not related:
             continue
         out.append(Lens(line, start, end, title(related.total, related.capped, related.dead_ends), doc.uri))

@@ -140,8 +140,7 @@ async def find_related_experiments(session: Session, pools: PoolService,
             tied = tied_records(snap.index, doc.relpath, built.scope, defs, file_scope_takes_all=True)
             query = snap.retrieval_query(built, text=text, limit=None)
             return find_related(snap.index, query, tied, min_score=snap.settings.min_score,
-                                limit=limit or None, levers=snap.settings.levers, focus=built.focus,
-                                settings=built.settings)
+                                limit=limit or None, levers=snap.settings.levers, hints=built.hints)
         related = await session.run_query(work)
     return [convert.result(scored, tied) for scored, tied in related.shown(limit or len(related.tied) + len(related.ranked))]
 

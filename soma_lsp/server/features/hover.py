@@ -15,7 +15,7 @@ from datetime import datetime
 
 from lsprotocol import types as lsp
 
-from ...query import build_query, definitions
+from ...query import NO_HINTS, Hints, build_query, definitions
 from .. import convert
 from ..guard import contained
 from ..ids import id_at
@@ -33,8 +33,7 @@ class Prepared:
     tied: tuple = ()
     scope: str | None = None
     word_range: tuple[tuple[int, int], tuple[int, int]] | None = None
-    focus: tuple[str, ...] = ()  # the built query's cursor-line terms and settings (levers)
-    settings: tuple[tuple[str, str, str], ...] = ()
+    hints: Hints = NO_HINTS  # the built query's hints for the gate and order (levers)
 
 
 def prepare(snap: Snapshot, position: tuple[int, int]) -> Prepared:
@@ -55,7 +54,7 @@ def prepare(snap: Snapshot, position: tuple[int, int]) -> Prepared:
     tied = tied_records(index, doc.relpath, built.scope, defs, file_scope_takes_all=False)
     query = replace(snap, now=now).retrieval_query(built, limit=snap.settings.hover_count)
     return Prepared(query=query, tied=tuple(tied), scope=built.scope.qualname if built.scope else None,
-                    word_range=built.word_range, focus=built.focus, settings=built.settings)
+                    word_range=built.word_range, hints=built.hints)
 
 
 class HoverCache:
@@ -92,7 +91,7 @@ def _cache_key(snap: Snapshot, prepared: Prepared) -> tuple:
     query, index = prepared.query, snap.index
     arch = tuple(sorted(dict(query.architecture).items())) if query.architecture else ()
     return (id(index), index.version, query.text, arch, query.now, tuple(r.id for r in prepared.tied),
-            prepared.scope, snap.settings, prepared.focus, prepared.settings)
+            prepared.scope, snap.settings, prepared.hints)
 
 
 def finish(snap: Snapshot, prepared: Prepared, cache: HoverCache | None = None) -> HoverView | None:
@@ -107,7 +106,7 @@ def finish(snap: Snapshot, prepared: Prepared, cache: HoverCache | None = None) 
     settings = snap.settings
     related = find_related(snap.index, prepared.query, prepared.tied, min_score=settings.min_score,
                            limit=settings.hover_count, count_cap=HOVER_COUNT_CAP, levers=settings.levers,
-                           focus=prepared.focus, settings=prepared.settings)
+                           hints=prepared.hints, unasked=True)
     view = _view(related, settings.hover_count, prepared.scope, prepared.query.now) if related else None
     if cache is not None:
         cache.put(key, view)
