@@ -30,6 +30,7 @@ class HoverView:
     card: Record | None = None
     range: tuple[tuple[int, int], tuple[int, int]] | None = None
     now: datetime | None = field(default=None, compare=False)
+    labels: tuple[tuple[str, str], ...] = ()  # (record id, why it is shown: "same setting: …", "sibling of …")
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class Entry:
     tied: bool
     age: str
     components: str  # `lexical 0.80 ×0.40 · …`
+    why: str = ""  # the evidence that brought it (server.evidence), else ""
 
 
 def _number(value: float | None) -> str:
@@ -55,8 +57,10 @@ def _components(scored: ScoredRecord) -> str:
 
 
 def _entries(view: HoverView) -> list[Entry]:
+    why = dict(view.labels)
     return [Entry(scored, scored.record.status.value, scored.dead_end, tied,
-                  convert.age(scored.record.time, view.now) if view.now else "", _components(scored))
+                  convert.age(scored.record.time, view.now) if view.now else "", _components(scored),
+                  why.get(scored.record.id, ""))
             for scored, tied in view.items]
 
 
@@ -86,7 +90,7 @@ def _results_markdown(view: HoverView) -> str:
     for n, e in enumerate(_entries(view)):
         record, parts = e.scored.record, e.scored.components
         badges = [escape(e.status, 40)] + (["**dead end**"] if e.dead else []) \
-            + (["tied to this code"] if e.tied else [])
+            + (["tied to this code"] if e.tied else []) + ([escape(e.why, 120)] if e.why else [])
         if n:
             out.append("---")
         out.append(f"{'⛔' if e.dead else '🧪'} **{escape(record.name, 120)}** · {escape(record.id, 80)} · "
@@ -108,7 +112,8 @@ def _results_plain(view: HoverView) -> str:
     out: list[str] = []
     for e in _entries(view):
         record, parts = e.scored.record, e.scored.components
-        badges = [e.status] + (["dead end"] if e.dead else []) + (["tied to this code"] if e.tied else [])
+        badges = [e.status] + (["dead end"] if e.dead else []) + (["tied to this code"] if e.tied else []) \
+            + ([plain(e.why, 120)] if e.why else [])
         out.append(f"{plain(record.name, 120)} ({plain(record.id, 80)}) — {', '.join(badges)}")
         out.append(f"  {e.age} · score {e.scored.score:.2f}")
         out.append(f"  {e.components}")

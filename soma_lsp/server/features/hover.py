@@ -120,7 +120,7 @@ def compute(snap: Snapshot, position: tuple[int, int], cache: HoverCache | None 
 
 def _view(related: Related, count: int, scope: str | None, now: datetime) -> HoverView:
     return HoverView(items=tuple(related.shown(count)), more=related.more(count),
-                     more_capped=related.capped, scope=scope, now=now)
+                     more_capped=related.capped, scope=scope, now=now, labels=related.labels)
 
 
 # -- the LSP feature ---------------------------------------------------------------------------------
