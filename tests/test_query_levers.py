@@ -67,7 +67,8 @@ def test_the_cursor_line_gives_focus_terms_and_its_settings():
 
 def test_a_lens_is_about_the_whole_definition_not_a_line():
     built = at("class RotaryEmbedding", scope="lens")
-    assert built.hints.focus == () and built.hints.settings == ()
+    assert built.hints.focus == ()
+    assert at("class RotaryEmbedding", scope="hover").hints.focus == ("rotary", "embedding", "rotaryembedding", "module")
 
 
 def test_aliases_are_off_by_default_and_add_the_other_names_when_on():

@@ -78,7 +78,7 @@ class BuiltQuery:
 class Hints:
     """What the server's gate and ordering need of a built query beyond its text (issue-20 levers):
     ``focus`` the terms of the cursor's own line (lever `cursor`; empty for a lens, which is about the
-    whole definition), ``settings`` the (knob, canonical value, as written) set on that line (lever
+    whole definition — find-related at a lens's position counts the same records, in another order), ``settings`` the (knob, canonical value, as written) set on that line (lever
     `knob`), ``aliases`` the alias groups that fired (lever `aliases`: one idea each)."""
 
     focus: tuple[str, ...] = ()
@@ -311,7 +311,7 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
     return BuiltQuery(text, arch, scope_def, word, basis,
                       (index.position(start), index.position(end)), doc.lang, word_range, _ask(text, word),
                       hints=Hints(_focus(doc, pos, basis, levers) if scope != "lens" else (),
-                                  _line_settings(doc, pos, levers) if scope != "lens" else (), groups))
+                                  _line_settings(doc, pos, levers), groups))
 
 
 __all__ = [

@@ -107,8 +107,8 @@ def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Record]
     """Ties first (scored with the same query), then the gated ranking without them, arranged by
     the levers' evidence (`arrange`, with the built query's `hints`).
 
-    `unasked`: for what the editor shows without being asked (hover, lenses), which must stay quiet
-    where nothing relates: the strength gate applies there (lever `strength`), not to find-related.
+    `unasked`: for a hover, which must stay quiet where nothing relates: the strength gate drops weak
+    ranked records there (lever `strength`), not from find-related (lenses: `worth_a_lens`).
     `limit` bounds what is returned (None: everything up to COUNT_CAP); with `count`, the gated
     ranking is read to `count_cap` to say how many there are in all."""
     tied_ids = [r.id for r in tied]
@@ -126,6 +126,19 @@ def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Record]
     if limit is not None:
         ranked = ranked[: max(0, limit - len(tied_scored))]
     return Related(tuple(tied_scored), tuple(ranked), total, capped, labels)
+
+
+def worth_a_lens(index: LiveIndex, related: Related, *, levers: Levers, hints: Hints) -> bool:
+    """Whether a definition gets a lens: something related, and with lever `strength` something
+    strong — a tie, a same-setting record, or a ranked record that passes the strength gate. The
+    lens's count stays that of find-related at its position (SPEC 4.3); only whether it shows moves."""
+    if not related or not levers.strength or related.tied:
+        return bool(related)
+    if any(label.startswith("same setting") for _, label in related.labels):
+        return True
+    idf = index.idf_of(t for s in related.ranked for t in s.components.matched_terms)
+    labelled = dict(related.labels)
+    return any(evidence.strong(s, idf, hints.aliases) for s in related.ranked if s.record.id not in labelled)
 
 
 def arrange(index: LiveIndex, query: RetrievalQuery, tied: Sequence[ScoredRecord],

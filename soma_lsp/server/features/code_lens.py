@@ -23,7 +23,7 @@ from lsprotocol import types as lsp
 
 from ...query import build_query, definitions
 from ..guard import contained
-from ..related import find_related, tied_records
+from ..related import find_related, tied_records, worth_a_lens
 from ..session import Session, Snapshot
 from ..timing import LENS_DEBOUNCE
 
@@ -83,8 +83,8 @@ def compute(snap: Snapshot, cancelled: Callable[[], bool] = lambda: False) -> li
         tied = tied_records(index, doc.relpath, scope, defs, file_scope_takes_all=False)
         query = snap.retrieval_query(built, limit=None)
         related = find_related(index, query, tied, min_score=snap.settings.min_score, limit=None,
-                               levers=snap.settings.levers, hints=built.hints, unasked=True)
-        if not related:
+                               levers=snap.settings.levers, hints=built.hints)
+        if not worth_a_lens(index, related, levers=snap.settings.levers, hints=built.hints):
             continue
         out.append(Lens(line, start, end, title(related.total, related.capped, related.dead_ends), doc.uri))
     return out
