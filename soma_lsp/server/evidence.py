@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 from ..knobs import knob_settings
 from ..records import Record
@@ -65,22 +66,39 @@ def focus_order(ranked: Sequence[ScoredRecord], focus: Sequence[str]) -> list[Sc
 
 # -- knobs ---------------------------------------------------------------------------------------------
 
-_tables: dict[tuple[int, int], dict[str, list[tuple[str, str, str]]]] = {}
+@dataclass
+class _Table:
+    """What the tiers read of every record, built once per index version: knob → [(record id,
+    canonical value, as written)], name stem → record ids, and each record's lower-cased prose."""
+
+    knobs: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
+    stems: dict[str, list[str]] = field(default_factory=dict)
+    prose: dict[str, str] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)  # id → lower-cased name
+    order: dict[str, int] = field(default_factory=dict)  # id → place in the index's record order
+
+
+_tables: dict[tuple[int, int], _Table] = {}
 _lock = threading.Lock()
 
 
-def _knob_table(index: LiveIndex) -> dict[str, list[tuple[str, str, str]]]:
-    """knob → [(record id, canonical value, as written)] over the index as it stands (kept per version)."""
+def _table(index: LiveIndex) -> _Table:
     key = (id(index), index.version)
     with _lock:
         table = _tables.get(key)
     if table is not None:
         return table
-    table = {}
-    for record in index.records():
+    table = _Table()
+    for place, record in enumerate(index.records()):
+        table.order[record.id] = place
+        table.names[record.id] = record.name.lower()
         text = " ".join(filter(None, (record.name, record.headline, record.notes, record.details)))
         for knob, setting in knob_settings(text).items():
-            table.setdefault(knob.rsplit(".", 1)[-1], []).append((record.id, setting.value, setting.text))
+            table.knobs.setdefault(knob.rsplit(".", 1)[-1], []).append((record.id, setting.value, setting.text))
+        stem = name_stem(record.name)
+        if stem:
+            table.stems.setdefault(stem, []).append(record.id)
+        table.prose[record.id] = " ".join(filter(None, (record.headline, record.notes, record.details))).lower()
     with _lock:
         _tables.clear()  # one index at a time is asked; an old version is never asked again
         _tables[key] = table
@@ -91,10 +109,10 @@ def knob_tier(index: LiveIndex, settings: Sequence[tuple[str, str, str]]) -> lis
     """(record id, label) of the records setting a knob of the cursor's line: same value first."""
     if not settings:
         return []
-    table = _knob_table(index)
+    knobs = _table(index).knobs
     same, other = [], []
     for knob, value, written in settings:
-        for record_id, their_value, their_text in table.get(knob, ()):
+        for record_id, their_value, their_text in knobs.get(knob, ()):
             if their_value == value:
                 same.append((record_id, f"same setting: {knob} = {their_text}"))
             else:
@@ -119,22 +137,21 @@ def name_stem(name: str) -> str:
     return "-".join(parts)
 
 
-def _mentions(record: Record, other: Record) -> bool:
-    text = " ".join(filter(None, (record.headline, record.notes, record.details))).lower()
-    return bool(text) and (other.name.lower() in text or other.id.lower() in text)
-
-
 def siblings_of(index: LiveIndex, anchors: Iterable[Record], exclude: set[str]) -> list[tuple[str, str]]:
-    """(record id, label) of the records of the same experiment as an anchor, anchors in order."""
-    records = index.records()
+    """(record id, label) of the records of the same experiment as an anchor, anchors in order:
+    the same name stem, or prose naming the other's name or id ("re-run of rope-theta-1m")."""
+    table = _table(index)
     out: dict[str, str] = {}
     for anchor in anchors:
-        stem = name_stem(anchor.name)
-        for record in records:
-            if record.id in exclude or record.id in out or record.id == anchor.id:
-                continue
-            if (stem and name_stem(record.name) == stem) or _mentions(record, anchor) or _mentions(anchor, record):
-                out[record.id] = f"sibling of {anchor.id}"
+        own = table.prose.get(anchor.id, "")
+        names = (anchor.name.lower(), anchor.id.lower())
+        found = set(table.stems.get(name_stem(anchor.name), ()))
+        found.update(i for i, text in table.prose.items() if any(n in text for n in names))
+        if own:
+            found.update(i for i, name in table.names.items() if name in own or i.lower() in own)
+        for record_id in sorted(found, key=table.order.__getitem__):
+            if record_id not in exclude and record_id not in out and record_id != anchor.id:
+                out[record_id] = f"sibling of {anchor.id}"
     return list(out.items())
 
 

@@ -190,6 +190,8 @@ def _show(value: Any) -> str:
         return "the workspace's .soma/pool"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, Levers):
+        return ", ".join(f"{name} {_show(getattr(value, name))}" for name in Levers.names())
     return str(value)
 
 
