@@ -259,7 +259,7 @@ def build_query(
         return BuiltQuery(text, ask=text)
 
 
-def _build_query(source: str, path: str, position, selection, scope, levers: Levers) -> BuiltQuery:
+def _build_query(source: str, path: str, position, selection, scope, levers: Levers = ALL_ON) -> BuiltQuery:
     doc = parse(source, path)
     index = doc.index
     n = len(source)
