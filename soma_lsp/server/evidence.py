@@ -5,9 +5,10 @@
 core's ranking (SPEC 2) — only which ranked records pass and in what order they are shown.
 
 * **strength** (`strong`): lexical is normalised to the query's best match, so one shared common word
-  reaches lexical 1. A ranked record from a code scope must also match terms whose idf adds up to
-  `MIN_STRENGTH` (two words each in fewer than ~15% of the records), or share a component, or set a
-  knob as the cursor's line does.
+  reaches lexical 1. To be shown unasked (a hover; whether a lens shows), a ranked record from a code
+  scope must also match terms whose idf (an alias group's names once) adds up to `MIN_STRENGTH` ×
+  the idf of a word one record holds — about two rare words — or share a component; ties and
+  same-setting records need not.
 * **cursor** (`focus_order`): the ranked records that match the terms of the cursor's own line move
   up by `FOCUS_BONUS` × the share of those terms they match — a hover on one call in a long function
   is about that call.
@@ -22,6 +23,7 @@ core's ranking (SPEC 2) — only which ranked records pass and in what order the
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 from collections.abc import Iterable, Sequence
@@ -31,8 +33,10 @@ from ..knobs import knob_settings
 from ..records import Record
 from ..retrieval import LiveIndex, ScoredRecord
 
-#: Summed idf of the matched terms a ranked record needs from a code scope (lever `strength`).
-MIN_STRENGTH = 6.0
+#: Summed idf of the matched terms a ranked record needs to be shown unasked (lever `strength`), in
+#: units of the idf of a word only one record holds — so the bar means the same in a pool of 20
+#: records as in one of 20 000 (about 6.0 in the judged set's pools of ~60).
+MIN_STRENGTH = 1.6
 #: How far a full match of the cursor's line moves a record up (lever `cursor`), in score units.
 FOCUS_BONUS = 0.20
 
@@ -49,8 +53,15 @@ def strength(scored: ScoredRecord, idf: dict[str, float], aliases: Sequence[Sequ
     return total + sum(idf.get(t, 0.0) for t in matched)
 
 
-def strong(scored: ScoredRecord, idf: dict[str, float], aliases: Sequence[Sequence[str]] = ()) -> bool:
-    return bool(scored.components.structural) or strength(scored, idf, aliases) >= MIN_STRENGTH
+def rarest_idf(n_records: int) -> float:
+    """SPEC 2.2's idf of a term that one record of `n_records` holds."""
+    return math.log1p((n_records - 0.5) / 1.5) if n_records > 0 else 0.0
+
+
+def strong(scored: ScoredRecord, idf: dict[str, float], aliases: Sequence[Sequence[str]] = (), *,
+           n_records: int) -> bool:
+    return bool(scored.components.structural) or \
+        strength(scored, idf, aliases) >= MIN_STRENGTH * rarest_idf(n_records)
 
 
 def focus_order(ranked: Sequence[ScoredRecord], focus: Sequence[str]) -> list[ScoredRecord]:

@@ -138,7 +138,8 @@ def worth_a_lens(index: LiveIndex, related: Related, *, levers: Levers, hints: H
         return True
     idf = index.idf_of(t for s in related.ranked for t in s.components.matched_terms)
     labelled = dict(related.labels)
-    return any(evidence.strong(s, idf, hints.aliases) for s in related.ranked if s.record.id not in labelled)
+    return any(evidence.strong(s, idf, hints.aliases, n_records=len(index))
+               for s in related.ranked if s.record.id not in labelled)
 
 
 def arrange(index: LiveIndex, query: RetrievalQuery, tied: Sequence[ScoredRecord],
@@ -148,7 +149,7 @@ def arrange(index: LiveIndex, query: RetrievalQuery, tied: Sequence[ScoredRecord
     then the knob tier and siblings, which pass the gate whatever their score."""
     if levers.strength and gate and ranked:
         idf = index.idf_of(t for s in ranked for t in s.components.matched_terms)
-        ranked = [s for s in ranked if evidence.strong(s, idf, hints.aliases)]
+        ranked = [s for s in ranked if evidence.strong(s, idf, hints.aliases, n_records=len(index))]
     if levers.cursor:
         ranked = evidence.focus_order(ranked, hints.focus)
     labels: dict[str, str] = {}

@@ -15,6 +15,10 @@ class ModelArgs:
     dim: int = 2048
     rope_theta: float = 1_000_000.0
     max_seq_len: int = 4096
+
+
+def describe_rotary_base(args):
+    return f"base {args.rope_theta}"
 '''
 
 POOL = '''- id: exp-0117
@@ -64,3 +68,16 @@ async def test_a_hover_on_a_setting_names_the_run_with_the_same_value_first(star
 async def test_the_knob_lever_switched_off_drops_the_label(start_session, preset, tmp_path):
     session = await start_session(preset, workspace=workspace(tmp_path), init_options={"levers": {"knob": False}})
     assert "same setting" not in await hover_on_theta(session)
+
+
+async def test_a_weak_match_stays_out_of_the_hover_unless_the_strength_lever_is_off(start_session, preset, tmp_path):
+    """`describe_rotary_base` shares "rotary" and "base" with two of the three runs: lexical 1 for
+    the best, but two words two records hold are no evidence to show unasked."""
+    root = workspace(tmp_path)
+    line, col = next((n, text.index("describe")) for n, text in enumerate(CODE.splitlines()) if "def describe" in text)
+    quiet = await start_session(preset, workspace=root)
+    assert await quiet.hover(quiet.open("args.py"), line, col + 1) is None
+    loud = await start_session(preset, workspace=root, init_options={"levers": {"strength": False}})
+    hover = await loud.hover(loud.open("args.py"), line, col + 1)
+    assert hover is not None and "exp-0117" in hover.contents.value
+    assert "sibling of exp-0117" in hover.contents.value or "sibling of exp-0118" in hover.contents.value
