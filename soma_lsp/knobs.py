@@ -46,3 +46,33 @@ def knob_settings(text: str | None) -> dict[str, Knob]:
     if not text:
         return {}
     return {key.lower(): Knob(canonical_value(value), value) for key, value in _SETTING.findall(text)}
+
+
+# `rope_theta: float = 1_000_000.0`, `config.ema_decay = 0.9999`, `lr=3e-4` in a call
+_ASSIGNED = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w{0,63})\s*(?::\s*[\w.\[\], |]+?)?\s*=(?!=)\s*"
+                       r"([^\s,;()\[\]{}#]{1,64})")
+
+
+def line_settings(line: str) -> dict[str, Knob]:
+    """The settings a line of code or config makes: `key=value` and `key: value` as in
+    `knob_settings`, plus annotated and attribute assignments (`rope_theta: float = 1e6`,
+    `config.ema_decay = 0.9999` → `ema_decay`). A value that is itself a name (`= theta`) is no
+    setting."""
+    code = line.split("#", 1)[0] if "=" in line else line
+    found = {k: v for k, v in knob_settings(code).items() if _literal(v.text)}
+    for key, value in _ASSIGNED.findall(code):
+        if _literal(value):
+            found[key.lower()] = Knob(canonical_value(value), value)
+    return found
+
+
+def _literal(value: str) -> bool:
+    """A number, or a quoted or bare word value that is not an identifier of code."""
+    text = value.strip()
+    if text[:1] in "'\"":
+        return True
+    try:
+        float(canonical_value(text))
+    except ValueError:
+        return text.lower() in ("true", "false")
+    return True

@@ -2,7 +2,7 @@
 
 import textwrap
 
-from soma_lsp.query import architecture_bag, build_query
+from soma_lsp.query import Levers, architecture_bag, build_query
 
 
 def bag(src, path="m.py"):
@@ -148,12 +148,15 @@ def test_scope_bag_is_the_scopes():
                 self.n = nn.LayerNorm(1)
         ''')
     line = src.split("\n").index("        self.a = A()")
-    q = build_query(src, "m.py", position=(line, 10), scope="hover")
+    scope_only = Levers(class_bag=False)  # SPEC 3.3 as such; the class-bag lever: test_query_levers
+    q = build_query(src, "m.py", position=(line, 10), scope="hover", levers=scope_only)
     assert q.scope.qualname == "B.__init__"
     assert q.architecture == {"A": 1.0, "LayerNorm": 1.0}
     q2 = build_query(src, "m.py", position=(src.split("\n").index("        return self.l(x)"), 10),
-                     scope="hover")
+                     scope="hover", levers=scope_only)
     assert q2.architecture == {}
+    assert build_query(src, "m.py", position=(line, 10), scope="hover").architecture == {
+        "A": 1.0, "LayerNorm": 1.0, "B": 1.0}  # with the lever: the class's bag and its own name
     assert build_query(src, "m.py", scope="file").architecture == {"Linear": 1.0, "A": 1.0,
                                                                    "LayerNorm": 1.0}
 

@@ -55,7 +55,7 @@ def test_broken_python_definitions_identifiers_and_bag():
     line = BROKEN.split("\n").index("        self.norm = Attention(4)")
     h2 = build_query(BROKEN, "m.py", position=(line, 22), scope="hover")
     assert h2.scope.qualname == "MLP.__init__"
-    assert h2.architecture == {"Linear": 1.0, "Attention": 1.0}
+    assert h2.architecture == {"Linear": 1.0, "Attention": 1.0, "MLP": 1.0}  # the class's bag and name
 
 
 @pytest.mark.parametrize("src", [

@@ -4,7 +4,7 @@ import textwrap
 
 import pytest
 
-from soma_lsp.query import build_query, definitions, encloses, find_definition, related
+from soma_lsp.query import Levers, build_query, definitions, encloses, find_definition, related
 from soma_lsp.query.identifiers import TERM_NOISE
 from soma_lsp.retrieval.tokenize import tokenize
 
@@ -89,11 +89,11 @@ def test_nested_function_qualname():
 
 def test_hover_inside_method_is_that_method():
     pos = (line_of("self.proj = nn.Linear"), col_of("Linear"))
-    q = build_query(SRC, P, position=pos, scope="hover")
+    q = build_query(SRC, P, position=pos, scope="hover", levers=Levers(class_bag=False))
     assert q.scope.qualname == "RotaryEmbedding.__init__"
     assert q.word == "Linear"
     assert q.basis == "definition"
-    assert q.architecture == {"Linear": 1.0}
+    assert q.architecture == {"Linear": 1.0}  # the scope's own (the class-bag lever: test_query_levers)
     words = q.text.split()
     assert terms_of("theta", "proj", "Linear", "head_dim", "RotaryEmbedding") <= set(words)
     assert "forward" not in words  # another method

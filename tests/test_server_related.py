@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from soma_lsp.query import Definition
+from soma_lsp.query import Definition, Levers
 from soma_lsp.records import parse_record
 from soma_lsp.retrieval import LiveIndex, RetrievalQuery
 from soma_lsp.server.convert import age, relative_to_folders
 from soma_lsp.server.related import find_related, tie_points_at, tied_records
 
 NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
+NO_LEVERS = Levers(**{name: False for name in Levers.names()})  # SPEC 3.5-3.6 as such (levers: test_server_evidence)
 
 
 def definition(qualname: str) -> Definition:
@@ -53,13 +54,13 @@ def test_ties_first_dead_ends_first_then_the_gated_rest():
     assert [t.record.id for t in tied] == ["a"]  # "d" is tied to the file as a whole, not to this definition
     whole = tied_records(index, "m.py", None, DEFS, file_scope_takes_all=True)
     query = RetrievalQuery(text="rope theta scaling long", now=NOW, limit=None)
-    everything = find_related(index, query, whole, min_score=0.0, limit=None)
+    everything = find_related(index, query, whole, min_score=0.0, limit=None, levers=NO_LEVERS)
     assert [s.record.id for s in everything.tied] == ["a", "d"]  # the whole file's scope: both, dead ends by score
     assert all(s.dead_end for s in everything.tied)
-    related = find_related(index, query, tied, min_score=0.0, limit=None)
+    related = find_related(index, query, tied, min_score=0.0, limit=None, levers=NO_LEVERS)
     assert [s.record.id for s in related.tied] == ["a"]
     assert [s.record.id for s in related.ranked] == ["b"]  # "e" matches one word only: no evidence; "d" none
-    one_word = find_related(index, query, (), min_score=0.0, limit=None, min_terms=1)
+    one_word = find_related(index, query, (), min_score=0.0, limit=None, min_terms=1, levers=NO_LEVERS)
     assert "e" in [s.record.id for s in one_word.ranked]
     assert related.total == 2 and related.dead_ends == 1 and related.more(1) == 1
 

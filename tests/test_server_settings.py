@@ -39,3 +39,23 @@ def test_invalid_values_fall_back_with_a_problem_each():
 def test_bad_weight_names_are_reported():
     _, problems = parse({"weights": {"lexcial": 1}})
     assert problems and "unknown weight" in problems[0]
+
+
+def test_levers_are_one_typed_setting_all_kept_ones_on_by_default():
+    from soma_lsp.query import ALL_ON, Levers
+
+    settings, problems = parse(None, {})
+    assert settings.levers == ALL_ON and settings.levers.knob and not settings.levers.aliases
+    settings, problems = parse({"soma": {"levers": {"knob": False, "aliases": True}}})
+    assert problems == [] and settings.levers == Levers(knob=False, aliases=True)
+    assert settings.to_json()["levers"]["knob"] is False
+
+
+def test_bad_levers_are_reported_and_the_defaults_kept():
+    from soma_lsp.query import ALL_ON
+
+    for bad, says in (({"knob": "off"}, "levers.knob: expected true or false"),
+                      ({"telepathy": True}, "unknown lever 'telepathy'"), ("all", "expected an object")):
+        settings, problems = parse({"levers": bad})
+        assert settings.levers == ALL_ON
+        assert len(problems) == 1 and says in problems[0] and problems[0].startswith("soma.levers: ")

@@ -39,13 +39,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
+from ..knobs import line_settings
 from ..retrieval import RetrievalQuery, Weights, tokenize
-from .architecture import bag_of, config_selection_bag
+from .architecture import NOT_COMPONENTS, bag_of, config_selection_bag
 from .definitions import Definition, encloses, find_definition, innermost, related
 from .document import clear_cache, parse
 from .identifiers import STOP_WORDS, code_noise, is_noise_identifier, prose_words, terms_text, word_at
 from .identifiers import identifiers as _identifiers
 from .languages import CONFIG_LANGUAGES, language_for_path
+from .levers import ALL_ON, Levers
+from .vocabulary import expand
 from .positions import (LineIndex, Position, Range, index_to_position, index_to_utf16,
                         position_to_index, split_lines, utf16_len, utf16_to_index)
 
@@ -68,6 +71,22 @@ class BuiltQuery:
     language: str = "text"
     word_range: Range | None = None  # where ``word`` is (for the hover's range)
     ask: str = ""  # the text to rank with: ``text``, the word in front when missing (module docstring)
+    hints: Hints = field(default_factory=lambda: NO_HINTS)  # for the server's gate and order (levers)
+
+
+@dataclass(frozen=True)
+class Hints:
+    """What the server's gate and ordering need of a built query beyond its text (issue-20 levers):
+    ``focus`` the terms of the cursor's own line (lever `cursor`; empty for a lens, which is about the
+    whole definition — find-related at a lens's position counts the same records, in another order), ``settings`` the (knob, canonical value, as written) set on that line (lever
+    `knob`), ``aliases`` the alias groups that fired (lever `aliases`: one idea each)."""
+
+    focus: tuple[str, ...] = ()
+    settings: tuple[tuple[str, str, str], ...] = ()
+    aliases: tuple[tuple[str, ...], ...] = ()
+
+
+NO_HINTS = Hints()
 
 
 def _ask(text: str, word: str | None) -> str:
@@ -158,12 +177,66 @@ def _text(doc, start: int, end: int, text_start: int | None = None,
     return terms_text(words)
 
 
-def _bag(doc, start: int, end: int, whole: bool) -> dict[str, float]:
+def _bag(doc, start: int, end: int, whole: bool, cls: Definition | None = None) -> dict[str, float]:
     if doc.arch is not None:
+        if cls is not None:
+            return _class_bag(doc, cls)
         return bag_of(doc.calls, start, end)
     if doc.lang in CONFIG_LANGUAGES:
         return doc.config_bag() if whole else config_selection_bag(doc.source[start:end], doc.lang)
     return {}
+
+
+def _class_of(doc, scope: Definition | None) -> Definition | None:
+    """The class a scope belongs to (itself when it is one): its bag is the class's (lever
+    `class_bag`) — `forward` uses what `__init__`/`setup`/`build` made, `@compact` builds in place."""
+    if scope is None:
+        return None
+    if scope.kind == "class":
+        return scope
+    parts = scope.qualname.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        owner = next((d for d in doc.defs if d.qualname == ".".join(parts[:i]) and d.kind == "class"), None)
+        if owner is not None:
+            return owner
+    return None
+
+
+def _class_bag(doc, cls: Definition) -> dict[str, float]:
+    """The components a class builds, plus its own name and its bases (but `nn.Module` and kin):
+    a record about `RotaryEmbedding` matches the code of `class RotaryEmbedding` itself."""
+    bag = bag_of(doc.calls, *cls.offsets)
+    header = doc.masked[cls.offsets[0]:cls.offsets[1]].split(":", 1)[0]
+    bases = header[header.find("(") + 1:header.rfind(")")].split(",") if "(" in header else []
+    for name in [cls.name, *bases]:
+        name = name.strip().rsplit(".", 1)[-1]
+        if name.isidentifier() and name not in NOT_COMPONENTS and name[:1].isupper():
+            bag[name] = bag.get(name, 0.0) + 1.0
+    return bag
+
+
+def _refine(text: str, levers: Levers) -> tuple[str, tuple[tuple[str, ...], ...]]:
+    """Lever `aliases` on the scope's terms, and the alias groups that fired."""
+    if not levers.aliases:
+        return text, ()
+    terms, groups = expand(text.split())
+    return " ".join(dict.fromkeys(terms)), groups
+
+
+def _focus(doc, pos: Position | None, basis: str, levers: Levers) -> tuple[str, ...]:
+    """The terms of the cursor's own line, when the scope is larger than that line."""
+    if not levers.cursor or pos is None or basis not in ("definition", "statement"):
+        return ()
+    line = doc.index.lines[pos[0]] if 0 <= pos[0] < len(doc.index.lines) else ""
+    return tuple(terms_text(_identifiers(line, code_noise(doc.lang) | STOP_WORDS)).split())
+
+
+def _line_settings(doc, pos: Position | None, levers: Levers) -> tuple[tuple[str, str, str], ...]:
+    if not levers.knob or pos is None or not 0 <= pos[0] < len(doc.index.lines):
+        return ()
+    found = line_settings(doc.index.lines[pos[0]])
+    return tuple((key.rsplit(".", 1)[-1], knob.value, knob.text) for key, knob in found.items()
+                 if "." not in key)
 
 
 def build_query(
@@ -173,19 +246,20 @@ def build_query(
     position: Position | None = None,
     selection: Range | None = None,
     scope: Scope = "find",
+    levers: Levers = ALL_ON,
 ) -> BuiltQuery:
     """Build the query for a document, a position and a scope (see the module docstring).
     ``position`` is (line, UTF-16 character); ``selection`` is (start, end) positions, either
     order. Never raises: on an internal error the whole file's words are the text."""
     try:
-        return _build_query(source, path, position, selection, scope)
+        return _build_query(source, path, position, selection, scope, levers)
     except Exception:  # a bug here must not take hover/lens/find down with it
         words = _identifiers(source, code_noise("text") | STOP_WORDS)
         text = " ".join(dict.fromkeys(words))
         return BuiltQuery(text, ask=text)
 
 
-def _build_query(source: str, path: str, position, selection, scope) -> BuiltQuery:
+def _build_query(source: str, path: str, position, selection, scope, levers: Levers = ALL_ON) -> BuiltQuery:
     doc = parse(source, path)
     index = doc.index
     n = len(source)
@@ -230,15 +304,19 @@ def _build_query(source: str, path: str, position, selection, scope) -> BuiltQue
                 start = index.starts[row] if row < len(index.starts) else n
                 end = start + len(index.lines[row]) if row < len(index.lines) else n
                 basis = "line"
-    text = _text(doc, start, end, text_start, scope_def if basis == "definition" else None)
-    arch = _bag(doc, start, end, whole=basis == "file")
+    text, groups = _refine(_text(doc, start, end, text_start, scope_def if basis == "definition" else None),
+                           levers)
+    cls = _class_of(doc, scope_def) if levers.class_bag and basis == "definition" else None
+    arch = _bag(doc, start, end, whole=basis == "file", cls=cls)
     return BuiltQuery(text, arch, scope_def, word, basis,
-                      (index.position(start), index.position(end)), doc.lang, word_range, _ask(text, word))
+                      (index.position(start), index.position(end)), doc.lang, word_range, _ask(text, word),
+                      hints=Hints(_focus(doc, pos, basis, levers) if scope != "lens" else (),
+                                  _line_settings(doc, pos, levers), groups))
 
 
 __all__ = [
     "BuiltQuery", "Definition", "build_query", "definitions", "architecture_bag",
     "find_definition", "encloses", "related", "innermost", "language_for_path", "LineIndex",
     "position_to_index", "index_to_position", "utf16_len", "utf16_to_index", "index_to_utf16",
-    "clear_cache", "split_lines", "retrieval_query",
+    "clear_cache", "split_lines", "retrieval_query", "Levers", "ALL_ON", "Hints", "NO_HINTS",
 ]

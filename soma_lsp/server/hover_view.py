@@ -39,6 +39,7 @@ class HoverView:
     range: tuple[tuple[int, int], tuple[int, int]] | None = None
     now: datetime | None = field(default=None, compare=False)
     commits: Mapping[str, CommitTie] = field(default_factory=dict, compare=False)  # id → tie through a commit
+    labels: tuple[tuple[str, str], ...] = ()  # (record id, why it is shown: "same setting: …", "sibling of …")
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class Entry:
     components: str  # `lexical 0.80 ×0.40 · …`
     why_dead: str | None  # `status failed`, `every metric moved the wrong way: …`
     commit: CommitTie | None  # the tie through a commit (None: not one)
+    why: str = ""  # the evidence that brought it (server.evidence), else ""
 
 
 TIED = "⚓ tied to this code"
@@ -85,10 +87,11 @@ def commit_evidence(tie: CommitTie, text=plain, code=str) -> str:
 
 
 def _entries(view: HoverView) -> list[Entry]:
+    why = dict(view.labels)
     return [Entry(scored, scored.record.status.value, scored.dead_end, tied,
                   convert.age(scored.record.time, view.now) if view.now else "", _components(scored),
                   dead_end_reason(scored.record) if scored.dead_end else None,
-                  view.commits.get(scored.record.id))
+                  view.commits.get(scored.record.id), why.get(scored.record.id, ""))
             for scored, tied in view.items]
 
 
@@ -121,7 +124,8 @@ def _results_markdown(view: HoverView) -> str:
     out: list[str] = []
     for n, e in enumerate(_entries(view)):
         record, parts = e.scored.record, e.scored.components
-        badges = [escape(e.status, 40)] + (["**dead end**"] if e.dead else []) + ([TIED] if e.tied else [])
+        badges = [escape(e.status, 40)] + (["**dead end**"] if e.dead else []) + ([TIED] if e.tied else []) \
+            + ([escape(e.why, 120)] if e.why else [])
         if n:
             out.append("---")
         out.append(f"{'⛔' if e.dead else '🧪'} **{escape(record.name, 120)}** · {escape(record.id, 80)} · "
@@ -151,7 +155,8 @@ def _results_plain(view: HoverView) -> str:
     out: list[str] = []
     for e in _entries(view):
         record, parts = e.scored.record, e.scored.components
-        badges = [e.status] + (["dead end"] if e.dead else []) + ([TIED] if e.tied else [])
+        badges = [e.status] + (["dead end"] if e.dead else []) + ([TIED] if e.tied else []) \
+            + ([plain(e.why, 120)] if e.why else [])
         out.append(f"{plain(record.name, 120)} ({plain(record.id, 80)}) — {', '.join(badges)}")
         out.append(f"  {e.age} · score {e.scored.score:.2f}")
         out.append(f"  {e.components}")

@@ -32,9 +32,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..pool.commit_ties import CommitTie
-from ..query import Definition, find_definition, related as symbols_related
+from ..query import ALL_ON, NO_HINTS, Definition, Hints, Levers, find_definition, related as symbols_related
 from ..records import Record
 from ..retrieval import LiveIndex, RetrievalQuery, ScoredRecord
+from . import evidence
 
 #: Distinct matched query terms a ranked record needs in a code scope (or a shared component).
 MIN_MATCHED_TERMS = 2
@@ -54,7 +55,7 @@ class Related:
     total: int
     capped: bool
     commits: Mapping[str, CommitTie] = field(default_factory=dict)  # record id → its tie through a commit
-
+    labels: tuple[tuple[str, str], ...] = ()  # (record id, why it is shown) from `evidence`
     def shown(self, limit: int) -> list[tuple[ScoredRecord, bool]]:
         """The first `limit` results as (scored, tied)."""
         items = [(s, True) for s in self.tied] + [(s, False) for s in self.ranked]
@@ -125,9 +126,13 @@ def has_evidence(scored: ScoredRecord, min_terms: int) -> bool:
 
 def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], *, min_score: float,
                  limit: int | None, count: bool = True, min_terms: int = MIN_MATCHED_TERMS,
-                 count_cap: int = COUNT_CAP) -> Related:
-    """Ties first (scored with the same query), then the gated ranking without them.
+                 count_cap: int = COUNT_CAP, levers: Levers = ALL_ON, hints: Hints = NO_HINTS,
+                 unasked: bool = False) -> Related:
+    """Ties first (scored with the same query), then the gated ranking without them, arranged by
+    the levers' evidence (`arrange`, with the built query's `hints`).
 
+    `unasked`: for a hover, which must stay quiet where nothing relates: the strength gate drops weak
+    ranked records there (lever `strength`), not from find-related (lenses: `worth_a_lens`).
     `limit` bounds what is returned (None: everything up to COUNT_CAP); with `count`, the gated
     ranking is read to `count_cap` to say how many there are in all."""
     tied = list(tied)
@@ -135,15 +140,65 @@ def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], 
     tied_scored = sorted(index.score(query, tied_ids), key=_tie_order)
     tied_set = set(tied_ids)
     want = count_cap if (count or limit is None) else max(0, limit - len(tied_scored))
-    ranked_all = index.rank(_with_limit(query, want + len(tied_set)), relevant_only=True,
+    read = count_cap if levers.strength and unasked else want  # the strength gate may drop some: read on
+    ranked_all = index.rank(_with_limit(query, max(want, read) + len(tied_set)), relevant_only=True,
                             min_score=min_score)
     ranked = [s for s in ranked_all if s.record.id not in tied_set and has_evidence(s, min_terms)]
     capped = len(ranked_all) >= want + len(tied_set) and want > 0
+    ranked, labels = arrange(index, query, tied_scored, ranked, gate=unasked and min_terms > 1,
+                             levers=levers, hints=hints)
     total = len(tied_scored) + len(ranked)
     if limit is not None:
         ranked = ranked[: max(0, limit - len(tied_scored))]
     commits = {t.record.id: t.commit for t in tied if t.commit is not None}
-    return Related(tuple(tied_scored), tuple(ranked), total, capped, commits)
+    return Related(tuple(tied_scored), tuple(ranked), total, capped, commits, labels)
+
+
+def worth_a_lens(index: LiveIndex, related: Related, *, levers: Levers, hints: Hints) -> bool:
+    """Whether a definition gets a lens: something related, and with lever `strength` something
+    strong — a tie, a same-setting record, or a ranked record that passes the strength gate. The
+    lens's count stays that of find-related at its position (SPEC 4.3); only whether it shows moves."""
+    if not related or not levers.strength or related.tied:
+        return bool(related)
+    if any(label.startswith("same setting") for _, label in related.labels):
+        return True
+    idf = index.idf_of(t for s in related.ranked for t in s.components.matched_terms)
+    labelled = dict(related.labels)
+    return any(evidence.strong(s, idf, hints.aliases, n_records=len(index))
+               for s in related.ranked if s.record.id not in labelled)
+
+
+def arrange(index: LiveIndex, query: RetrievalQuery, tied: Sequence[ScoredRecord],
+            ranked: list[ScoredRecord], *, gate: bool, levers: Levers,
+            hints: Hints) -> tuple[list[ScoredRecord], tuple[tuple[str, str], ...]]:
+    """The issue-20 levers on a gated ranking (see `evidence`): the strength gate, the cursor's line,
+    then the knob tier and siblings, which pass the gate whatever their score."""
+    if levers.strength and gate and ranked:
+        idf = index.idf_of(t for s in ranked for t in s.components.matched_terms)
+        ranked = [s for s in ranked if evidence.strong(s, idf, hints.aliases, n_records=len(index))]
+    if levers.cursor:
+        ranked = evidence.focus_order(ranked, hints.focus)
+    labels: dict[str, str] = {}
+    if levers.knob:
+        labels.update(evidence.knob_tier(index, hints.settings))
+    shown = {s.record.id for s in tied}
+    front = [i for i in labels if i not in shown]
+    if levers.siblings:
+        anchors = [s.record for s in tied] + [index.get(i) for i in front] + [s.record for s in ranked[:1]]
+        skip = shown | set(front)
+        for record_id, label in evidence.siblings_of(index, [a for a in anchors if a is not None], skip):
+            labels.setdefault(record_id, label)
+        if ranked and not front:  # the top ranked record keeps its place; its siblings follow it
+            front = [ranked[0].record.id]
+        front += [i for i in labels if i not in shown and i not in front]
+    if not front:
+        return ranked, ()
+    by_id = {s.record.id: s for s in ranked}
+    missing = [i for i in front if i not in by_id]
+    by_id.update({s.record.id: s for s in index.score(query, missing)})
+    head = [by_id[i] for i in front if i in by_id]
+    rest = [s for s in ranked if s.record.id not in set(front)]
+    return head + rest, tuple((i, labels[i]) for i in front if i in labels)
 
 
 def _with_limit(query: RetrievalQuery, limit: int) -> RetrievalQuery:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..pool.cache import MAX_BYTES, UNUSED_DAYS, CacheLimits
+from ..query.levers import ALL_ON, Levers
 from ..records import kind_of
 from ..retrieval import DEFAULT_HALF_LIFE_DAYS, DEFAULT_WEIGHTS, TERMS, Weights
 
@@ -48,6 +49,7 @@ class Settings:
     poll_seconds: float = 10.0  # how often a tracking server in the pool is asked for new runs (§1.6)
     cache_unused_days: float = UNUSED_DAYS  # cache entries unused this long are removed (pool.cache)
     cache_max_mb: float = MAX_BYTES / 2**20  # … and the least recently used beyond this size
+    levers: Levers = ALL_ON  # the retrieval-quality levers (soma_lsp.query.levers), all on
 
     @property
     def cache_limits(self) -> CacheLimits:
@@ -65,6 +67,7 @@ class Settings:
             "snapshot": {"enabled": self.snapshot},
             "pollSeconds": self.poll_seconds,
             "cache": {"unusedDays": self.cache_unused_days, "maxSizeMB": self.cache_max_mb},
+            "levers": {name: getattr(self.levers, name) for name in Levers.names()},
         }
 
 
@@ -118,6 +121,18 @@ def _boolean(value: Any) -> bool:
     return value
 
 
+def _levers(value: Any) -> Levers:
+    """`{"noise": false, ...}`: the named levers switched; the others stay on."""
+    if not isinstance(value, Mapping):
+        raise Invalid(f"expected an object {{{', '.join(Levers.names())}}}, got {kind_of(value)}")
+    for name, on in value.items():
+        if name not in Levers.names():
+            raise Invalid(f"unknown lever {name!r} (known: {', '.join(Levers.names())})")
+        if not isinstance(on, bool):
+            raise Invalid(f"levers.{name}: expected true or false, got {kind_of(on)}")
+    return Levers(**dict(value))
+
+
 def _severity(value: Any) -> str:
     if not isinstance(value, str) or value.strip().lower() not in SEVERITIES:
         raise Invalid(f"expected one of {', '.join(SEVERITIES)}, got {value!r}")
@@ -138,8 +153,9 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "pollSeconds": ("poll_seconds", _number(1.0)),
     "cache.unusedDays": ("cache_unused_days", _number(0.0, low_open=True)),
     "cache.maxSizeMB": ("cache_max_mb", _number(1.0)),
+    "levers": ("levers", _levers),
 }
-_LEAVES = {"weights"}  # objects that are one value, not a group of keys
+_LEAVES = {"weights", "levers"}  # objects that are one value, not a group of keys
 
 
 def flatten(raw: Any, prefix: str = "") -> dict[str, Any]:
@@ -189,6 +205,8 @@ def _show(value: Any) -> str:
         return "the workspace's .soma/pool"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, Levers):
+        return ", ".join(f"{name} {_show(getattr(value, name))}" for name in Levers.names())
     return str(value)
 
 

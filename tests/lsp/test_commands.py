@@ -36,10 +36,20 @@ async def test_find_related_at_a_position_lists_ties_first(session: Session):
     flags = [r["dead_end"] for r in tied]
     assert flags == sorted(flags, reverse=True), "dead ends first among the tied"
     assert {"exp-0042", "exp-0121", "exp-0075", "exp-0058", "exp-0030", "exp-0177"} <= {r["id"] for r in tied}
-    rest = [r["score"] for r in results if not r["tied"]]
-    assert rest == sorted(rest, reverse=True)
-    assert all(r["score"] >= 0.5 for r in results if not r["tied"])
     assert json.dumps(results)  # plain JSON all the way
+
+
+NO_LEVERS = {"levers": {"strength": False, "cursor": False, "class_bag": False, "knob": False, "siblings": False}}
+
+
+async def test_without_levers_the_rest_is_the_gated_ranking(start_session, preset):
+    """SPEC 3.6 as such: with every issue-20 lever off, what follows the ties is `rank`'s own order,
+    gated at hover.minScore (the levers may bring siblings and same-setting records in below it)."""
+    session = await start_session(preset, init_options=NO_LEVERS)
+    results = await session.command("soma.findRelatedExperiments", {"text": "rotary embedding base"})
+    rest = [r["score"] for r in results if not r["tied"]]
+    assert rest and rest == sorted(rest, reverse=True)
+    assert all(score >= 0.5 for score in rest)
 
 
 async def test_find_related_for_a_whole_file_and_for_text(session: Session):

@@ -68,6 +68,19 @@ class _Ranking(_ExactPass, _ApproximatePass):
             exact = self._exact(q, slots, self._approximate(q))
             return self._scored(exact, list(range(slots.size)), q)
 
+    def idf_of(self, terms: Iterable[str]) -> dict[str, float]:
+        """SPEC 2.2's idf of each term over the records as they stand (0 for a term no record
+        holds): how specific a matched word is, for the server's relevance gate, which needs a
+        match's absolute strength where lexical is normalised to the best match."""
+        names = list(dict.fromkeys(terms))
+        with self._lock:
+            found, df = self._terms.keys_of(names), self._terms.doc_freq
+            out = {}
+            for name, key in zip(names, found.tolist()):
+                n_t = int(df[key]) if key >= 0 else 0
+                out[name] = float(T.idf(len(self._slot_of), n_t)) if n_t > 0 else 0.0
+            return out
+
     def _resolve(self, query: RetrievalQuery) -> "_Query":
         terms = _query_terms(query.text)
         found, df = self._terms.keys_of(terms), self._terms.doc_freq

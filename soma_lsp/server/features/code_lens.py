@@ -27,7 +27,7 @@ from ...query import build_query, definitions
 from ...retrieval import is_dead_end
 from .. import convert
 from ..guard import contained
-from ..related import find_related, tied_records
+from ..related import find_related, tied_records, worth_a_lens
 from ..session import Session, Snapshot
 from ..timing import LENS_DEBOUNCE
 
@@ -96,13 +96,15 @@ def compute(snap: Snapshot, cancelled: Callable[[], bool] = lambda: False) -> li
         if cancelled():
             break
         (line, start), (_, end) = definition.name_range
-        built = build_query(doc.source, doc.name, position=(line, start), scope="lens")
+        built = build_query(doc.source, doc.name, position=(line, start), scope="lens",
+                            levers=snap.settings.levers)
         scope = built.scope or definition
         tied = tied_records(index, doc.relpath, scope, defs, file_scope_takes_all=False,
                             commit_ties=snap.commit_ties_here())
         query = snap.retrieval_query(built, limit=None)
-        related = find_related(index, query, tied, min_score=snap.settings.min_score, limit=None)
-        if not related:
+        related = find_related(index, query, tied, min_score=snap.settings.min_score, limit=None,
+                               levers=snap.settings.levers, hints=built.hints)
+        if not worth_a_lens(index, related, levers=snap.settings.levers, hints=built.hints):
             continue
         out.append(Lens(line, start, end, title(related.total, related.capped, related.dead_ends), doc.uri))
     return out

@@ -124,7 +124,7 @@ async def find_related_experiments(session: Session, pools: PoolService,
         def work():
             query = snap.retrieval_query(None, text=text, limit=None)
             return find_related(snap.index, query, (), min_score=snap.settings.min_score, limit=limit or None,
-                                min_terms=1)
+                                min_terms=1, levers=snap.settings.levers)
         related = await session.run_query(work)
     else:
         try:
@@ -134,13 +134,14 @@ async def find_related_experiments(session: Session, pools: PoolService,
 
         def work():
             doc = snap.document
-            built = build_query(doc.source, doc.name, position=position, selection=selection, scope="find")
+            built = build_query(doc.source, doc.name, position=position, selection=selection, scope="find",
+                                levers=snap.settings.levers)
             defs = definitions(doc.source, doc.name)
             tied = tied_records(snap.index, doc.relpath, built.scope, defs, file_scope_takes_all=True,
                                 commit_ties=snap.commit_ties_here())
             query = snap.retrieval_query(built, text=text, limit=None)
             return find_related(snap.index, query, tied, min_score=snap.settings.min_score,
-                                limit=limit or None)
+                                limit=limit or None, levers=snap.settings.levers, hints=built.hints)
         related = await session.run_query(work)
     shown = related.shown(limit or len(related.tied) + len(related.ranked))
     return [convert.result(scored, tied, related.commits.get(scored.record.id)) for scored, tied in shown]

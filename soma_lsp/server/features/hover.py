@@ -15,7 +15,7 @@ from datetime import datetime
 
 from lsprotocol import types as lsp
 
-from ...query import build_query, definitions
+from ...query import NO_HINTS, Hints, build_query, definitions
 from .. import convert
 from ..guard import contained
 from ..ids import id_at
@@ -33,6 +33,7 @@ class Prepared:
     tied: tuple = ()
     scope: str | None = None
     word_range: tuple[tuple[int, int], tuple[int, int]] | None = None
+    hints: Hints = NO_HINTS  # the built query's hints for the gate and order (levers)
 
 
 def prepare(snap: Snapshot, position: tuple[int, int]) -> Prepared:
@@ -45,7 +46,8 @@ def prepare(snap: Snapshot, position: tuple[int, int]) -> Prepared:
         record = index.get(record_id)
         if record is not None:
             return Prepared(HoverView(card=record, range=span, now=now))
-    built = build_query(doc.source, doc.name, position=position, scope="hover")
+    built = build_query(doc.source, doc.name, position=position, scope="hover",
+                        levers=snap.settings.levers)
     if not built.word:
         return Prepared()
     defs = definitions(doc.source, doc.name)
@@ -53,7 +55,7 @@ def prepare(snap: Snapshot, position: tuple[int, int]) -> Prepared:
                         commit_ties=snap.commit_ties_here())
     query = replace(snap, now=now).retrieval_query(built, limit=snap.settings.hover_count)
     return Prepared(query=query, tied=tuple(tied), scope=built.scope.qualname if built.scope else None,
-                    word_range=built.word_range)
+                    word_range=built.word_range, hints=built.hints)
 
 
 class HoverCache:
@@ -89,8 +91,8 @@ class HoverCache:
 def _cache_key(snap: Snapshot, prepared: Prepared) -> tuple:
     query, index = prepared.query, snap.index
     arch = tuple(sorted(dict(query.architecture).items())) if query.architecture else ()
-    return (id(index), index.version, query.text, arch, query.now, prepared.tied,
-            prepared.scope, snap.settings)
+    return (id(index), index.version, query.text, arch, query.now, tuple((t.record.id, t.commit) for t in prepared.tied),
+            prepared.scope, snap.settings, prepared.hints)
 
 
 def finish(snap: Snapshot, prepared: Prepared, cache: HoverCache | None = None) -> HoverView | None:
@@ -104,7 +106,8 @@ def finish(snap: Snapshot, prepared: Prepared, cache: HoverCache | None = None) 
             return replace(cached, range=prepared.word_range) if cached is not None else None
     settings = snap.settings
     related = find_related(snap.index, prepared.query, prepared.tied, min_score=settings.min_score,
-                           limit=settings.hover_count, count_cap=HOVER_COUNT_CAP)
+                           limit=settings.hover_count, count_cap=HOVER_COUNT_CAP, levers=settings.levers,
+                           hints=prepared.hints, unasked=True)
     view = _view(related, settings.hover_count, prepared.scope, prepared.query.now) if related else None
     if cache is not None:
         cache.put(key, view)
@@ -118,7 +121,8 @@ def compute(snap: Snapshot, position: tuple[int, int], cache: HoverCache | None 
 
 def _view(related: Related, count: int, scope: str | None, now: datetime) -> HoverView:
     return HoverView(items=tuple(related.shown(count)), more=related.more(count),
-                     more_capped=related.capped, scope=scope, now=now, commits=related.commits)
+                     more_capped=related.capped, scope=scope, now=now, commits=related.commits,
+                     labels=related.labels)
 
 
 # -- the LSP feature ---------------------------------------------------------------------------------

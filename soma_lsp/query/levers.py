@@ -1,0 +1,48 @@
+"""The retrieval-quality levers (issue 20): each one a switch, on by default when kept.
+
+One typed place says which are on: `Levers`, read by the server from its settings (`soma.levers`,
+`{"noise": false}` switches one off) and handed to the query builder and to the server's gate and
+ordering (`soma_lsp.server.related`). A lever never changes the core's ranking (SPEC 2): it changes
+what is asked, which ranked records an editor surface shows, and in what order. Each lever's effect
+on the judged set is in docs/benchmarks.md § Quality, with the levers tried and dropped (a
+`noise` list of ML-generic words left out of queries hurt the held-out probes; see there).
+
+* `strength` — the relevance gate of what is shown unasked (hover, lenses) also asks for absolute
+  match strength: the idf of the matched terms (one idea's aliases once) must add up to
+  `evidence.MIN_STRENGTH`, since lexical is normalised to 1 for the best match however weak it is.
+* `cursor` — the terms of the cursor's own line reorder a large scope's ranking: a record that
+  matches the line the hover is on comes before one that only matches the rest of the function.
+* `class_bag` — a method's component bag is its class's (`__init__`, `setup`, `build`, `@compact`
+  all build the parts `forward`/`__call__`/`call` use), and a class's own name and bases join it.
+* `aliases` — the curated ML vocabulary of `vocabulary.ALIASES` (`freqs_cis` ↔ rotary/RoPE…).
+  **Off by default**: it lifted the tune probes but cost the held-out third must-see recall
+  (R@3 0.766 → 0.740), so it is not kept; `{"aliases": true}` switches it on.
+* `knob` — a setting on the cursor's line equal to a record's `key=value` (equal as numbers) puts
+  that record first after the ties, labelled "same setting"; the same knob at another value follows.
+* `siblings` — records of the same experiment as a tied or top record (same name stem, "re-run of"
+  its name) follow it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+
+@dataclass(frozen=True, slots=True)
+class Levers:
+    strength: bool = True
+    cursor: bool = True
+    class_bag: bool = True
+    aliases: bool = False  # measured, not kept (see above)
+    knob: bool = True
+    siblings: bool = True
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+
+#: The shipped default: every kept lever on.
+ALL_ON = Levers()
+
+__all__ = ["ALL_ON", "Levers"]

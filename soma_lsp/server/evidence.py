@@ -1,0 +1,169 @@
+"""Evidence beyond the core's score, for what an editor surface shows (issue 20's server levers).
+
+`related.find_related` gates and orders through these functions when their lever is on
+(`soma_lsp.query.levers`); each is pure over the index and the built query, and none changes the
+core's ranking (SPEC 2) — only which ranked records pass and in what order they are shown.
+
+* **strength** (`strong`): lexical is normalised to the query's best match, so one shared common word
+  reaches lexical 1. To be shown unasked (a hover; whether a lens shows), a ranked record from a code
+  scope must also match terms whose idf (an alias group's names once) adds up to `MIN_STRENGTH` ×
+  the idf of a word one record holds — about two rare words — or share a component; ties and
+  same-setting records need not.
+* **cursor** (`focus_order`): the ranked records that match the terms of the cursor's own line move
+  up by `FOCUS_BONUS` × the share of those terms they match — a hover on one call in a long function
+  is about that call.
+* **knob** (`knob_tier`): a record whose `key=value` sets the knob on the cursor's line to the same
+  value (equal as numbers, `soma_lsp.knobs`) is strong evidence: it comes right after the ties,
+  labelled "same setting: rope_theta = 1e6"; records that set the same knob to another value (the
+  other arms of that sweep) follow it.
+* **siblings** (`siblings_of`): records of the same experiment as a tied or top-ranked record — the
+  same name stem (`lr-3e-4-1b` ~ `lr-1e-3-1b`), or one naming the other ("re-run of rope-theta-1m")
+  — follow it, labelled "sibling of …": who must see one must see its siblings.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from ..knobs import knob_settings
+from ..records import Record
+from ..retrieval import LiveIndex, ScoredRecord
+
+#: Summed idf of the matched terms a ranked record needs to be shown unasked (lever `strength`), in
+#: units of the idf of a word only one record holds — so the bar means the same in a pool of 20
+#: records as in one of 20 000 (about 6.0 in the judged set's pools of ~60).
+MIN_STRENGTH = 1.6
+#: How far a full match of the cursor's line moves a record up (lever `cursor`), in score units.
+FOCUS_BONUS = 0.20
+
+
+def strength(scored: ScoredRecord, idf: dict[str, float], aliases: Sequence[Sequence[str]] = ()) -> float:
+    """The summed idf of the query terms the record matched: a match's absolute strength. The
+    names of one idea (an alias group the query builder added) count once, by the rarest."""
+    matched = set(scored.components.matched_terms)
+    total = 0.0
+    for group in aliases:
+        hit = matched.intersection(group)
+        total += max((idf.get(t, 0.0) for t in hit), default=0.0)
+        matched -= hit
+    return total + sum(idf.get(t, 0.0) for t in matched)
+
+
+def rarest_idf(n_records: int) -> float:
+    """SPEC 2.2's idf of a term that one record of `n_records` holds."""
+    return math.log1p((n_records - 0.5) / 1.5) if n_records > 0 else 0.0
+
+
+def strong(scored: ScoredRecord, idf: dict[str, float], aliases: Sequence[Sequence[str]] = (), *,
+           n_records: int) -> bool:
+    return bool(scored.components.structural) or \
+        strength(scored, idf, aliases) >= MIN_STRENGTH * rarest_idf(n_records)
+
+
+def focus_order(ranked: Sequence[ScoredRecord], focus: Sequence[str]) -> list[ScoredRecord]:
+    if not focus:
+        return list(ranked)
+    wanted = set(focus)
+
+    def key(s: ScoredRecord) -> tuple:
+        share = len(wanted.intersection(s.components.matched_terms)) / len(wanted)
+        return (-(s.score + FOCUS_BONUS * share), s.record.id)
+    return sorted(ranked, key=key)
+
+
+# -- knobs ---------------------------------------------------------------------------------------------
+
+@dataclass
+class _Table:
+    """What the tiers read of every record, built once per index version: knob → [(record id,
+    canonical value, as written)], name stem → record ids, and each record's lower-cased prose."""
+
+    knobs: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
+    stems: dict[str, list[str]] = field(default_factory=dict)
+    prose: dict[str, str] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)  # id → lower-cased name
+    order: dict[str, int] = field(default_factory=dict)  # id → place in the index's record order
+
+
+_tables: dict[tuple[int, int], _Table] = {}
+_lock = threading.Lock()
+
+
+def _table(index: LiveIndex) -> _Table:
+    key = (id(index), index.version)
+    with _lock:
+        table = _tables.get(key)
+    if table is not None:
+        return table
+    table = _Table()
+    for place, record in enumerate(index.records()):
+        table.order[record.id] = place
+        table.names[record.id] = record.name.lower()
+        text = " ".join(filter(None, (record.name, record.headline, record.notes, record.details)))
+        for knob, setting in knob_settings(text).items():
+            table.knobs.setdefault(knob.rsplit(".", 1)[-1], []).append((record.id, setting.value, setting.text))
+        stem = name_stem(record.name)
+        if stem:
+            table.stems.setdefault(stem, []).append(record.id)
+        table.prose[record.id] = " ".join(filter(None, (record.headline, record.notes, record.details))).lower()
+    with _lock:
+        _tables.clear()  # one index at a time is asked; an old version is never asked again
+        _tables[key] = table
+    return table
+
+
+def knob_tier(index: LiveIndex, settings: Sequence[tuple[str, str, str]]) -> list[tuple[str, str]]:
+    """(record id, label) of the records setting a knob of the cursor's line: same value first."""
+    if not settings:
+        return []
+    knobs = _table(index).knobs
+    same, other = [], []
+    for knob, value, written in settings:
+        for record_id, their_value, their_text in knobs.get(knob, ()):
+            if their_value == value:
+                same.append((record_id, f"same setting: {knob} = {their_text}"))
+            else:
+                other.append((record_id, f"same knob: {knob} = {their_text} (here {written})"))
+    first: dict[str, str] = {}
+    for record_id, label in same + other:
+        first.setdefault(record_id, label)
+    return list(first.items())
+
+
+# -- siblings ------------------------------------------------------------------------------------------
+
+_VALUE_PART = re.compile(r"\d")
+
+
+def name_stem(name: str) -> str:
+    """A run's name without its settings: the `-`/`_` parts holding a digit and a leading `no`
+    dropped (`lr-3e-4-1b` → `lr`, `rope-theta-1m-4k-ctx-seed2` → `rope-theta-ctx`)."""
+    parts = [p for p in re.split(r"[-_\s]+", name.lower()) if p and not _VALUE_PART.search(p)]
+    if parts[:1] == ["no"]:
+        parts = parts[1:]
+    return "-".join(parts)
+
+
+def siblings_of(index: LiveIndex, anchors: Iterable[Record], exclude: set[str]) -> list[tuple[str, str]]:
+    """(record id, label) of the records of the same experiment as an anchor, anchors in order:
+    the same name stem, or prose naming the other's name or id ("re-run of rope-theta-1m")."""
+    table = _table(index)
+    out: dict[str, str] = {}
+    for anchor in anchors:
+        own = table.prose.get(anchor.id, "")
+        names = (anchor.name.lower(), anchor.id.lower())
+        found = set(table.stems.get(name_stem(anchor.name), ()))
+        found.update(i for i, text in table.prose.items() if any(n in text for n in names))
+        if own:
+            found.update(i for i, name in table.names.items() if name in own or i.lower() in own)
+        for record_id in sorted(found, key=table.order.__getitem__):
+            if record_id not in exclude and record_id not in out and record_id != anchor.id:
+                out[record_id] = f"sibling of {anchor.id}"
+    return list(out.items())
+
+
+__all__ = ["FOCUS_BONUS", "MIN_STRENGTH", "focus_order", "knob_tier", "name_stem", "siblings_of", "strong"]

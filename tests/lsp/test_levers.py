@@ -1,0 +1,83 @@
+"""Issue-20 levers through the real server: a hover on a setting names the run that set the same value,
+and `soma.levers` switches a lever off."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import Session
+
+CODE = '''from dataclasses import dataclass
+
+
+@dataclass
+class ModelArgs:
+    dim: int = 2048
+    rope_theta: float = 1_000_000.0
+    max_seq_len: int = 4096
+
+
+def describe_rotary_base(args):
+    return f"base {args.rope_theta}"
+'''
+
+POOL = '''- id: exp-0117
+  name: rope-theta-1m-4k-ctx
+  status: succeeded
+  finished_at: 2026-10-01T00:00:00Z
+  conclusion: a rotary base of 1M keeps 4k-context perplexity flat
+  notes: rope_theta=1e6 at seq 4096
+- id: exp-0118
+  name: rope-theta-10k-4k-ctx
+  status: regressed
+  finished_at: 2025-06-01T00:00:00Z
+  conclusion: the default rotary base degrades past 2k tokens
+  notes: rope_theta=10000 at seq 4096
+- id: exp-0200
+  name: dropout-sweep
+  status: succeeded
+  finished_at: 2026-11-01T00:00:00Z
+  conclusion: attention dropout does not help the 1B model
+  notes: dropout=0.1 on attention probabilities
+'''
+
+
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "knobs"
+    (root / ".soma" / "pool").mkdir(parents=True)
+    (root / ".soma" / "pool" / "runs.yaml").write_text(POOL, encoding="utf-8")
+    (root / "args.py").write_text(CODE, encoding="utf-8")
+    return root
+
+
+async def hover_on_theta(session: Session) -> str:
+    line, col = session.line_of("args.py", "rope_theta")
+    hover = await session.hover(session.open("args.py"), line, col + 2)
+    return hover.contents.value if hover is not None else ""
+
+
+async def test_a_hover_on_a_setting_names_the_run_with_the_same_value_first(start_session, preset, tmp_path):
+    session = await start_session(preset, workspace=workspace(tmp_path))
+    text = await hover_on_theta(session)
+    first, second = text.split("\n\n---\n\n")[:2]
+    assert "exp-0117" in first and "same setting: rope_theta = 1e6" in first
+    assert "exp-0118" in second and "same knob: rope_theta = 10000" in second
+    assert "exp-0200" not in text
+
+
+async def test_the_knob_lever_switched_off_drops_the_label(start_session, preset, tmp_path):
+    session = await start_session(preset, workspace=workspace(tmp_path), init_options={"levers": {"knob": False}})
+    assert "same setting" not in await hover_on_theta(session)
+
+
+async def test_a_weak_match_stays_out_of_the_hover_unless_the_strength_lever_is_off(start_session, preset, tmp_path):
+    """`describe_rotary_base` shares "rotary" and "base" with two of the three runs: lexical 1 for
+    the best, but two words two records hold are no evidence to show unasked."""
+    root = workspace(tmp_path)
+    line, col = next((n, text.index("describe")) for n, text in enumerate(CODE.splitlines()) if "def describe" in text)
+    quiet = await start_session(preset, workspace=root)
+    assert await quiet.hover(quiet.open("args.py"), line, col + 1) is None
+    loud = await start_session(preset, workspace=root, init_options={"levers": {"strength": False}})
+    hover = await loud.hover(loud.open("args.py"), line, col + 1)
+    assert hover is not None and "exp-0117" in hover.contents.value
+    assert "sibling of exp-0117" in hover.contents.value or "sibling of exp-0118" in hover.contents.value

@@ -1,0 +1,92 @@
+"""The query builder's issue-20 levers, pure: class bags, the cursor's line and its settings, aliases."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from soma_lsp.knobs import line_settings
+from soma_lsp.query import ALL_ON, Levers, build_query
+
+MODEL = '''import torch
+from torch import nn
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+
+
+class Attention(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.norm = RMSNorm(dim)
+        self.wq = nn.Linear(dim, dim)
+        self.drop = nn.Dropout(0.1)
+
+    def forward(self, x):
+        h = self.norm(x)
+        return self.drop(self.wq(h))
+
+
+class RotaryEmbedding(nn.Module):
+    rope_theta: float = 1_000_000.0
+
+    def forward(self, freqs_cis):
+        return freqs_cis
+'''
+
+
+def at(needle: str, *, scope="hover", levers: Levers = ALL_ON, source: str = MODEL, path="m.py"):
+    line = next(i for i, text in enumerate(source.splitlines()) if needle in text)
+    character = source.splitlines()[line].index(needle) + 1
+    return build_query(source, path, position=(line, character), scope=scope, levers=levers)
+
+
+def test_a_method_has_its_class_bag_with_the_class_name():
+    built = at("return self.drop")
+    assert built.scope.qualname == "Attention.forward"
+    assert built.architecture == {"RMSNorm": 1.0, "Linear": 1.0, "Dropout": 1.0, "Attention": 1.0}
+    off = at("return self.drop", levers=replace(ALL_ON, class_bag=False))
+    assert off.architecture == {}  # forward builds nothing itself
+
+
+def test_a_class_bag_holds_its_own_name_but_not_module_bases():
+    built = at("class RotaryEmbedding", scope="lens")
+    assert built.architecture == {"RotaryEmbedding": 1.0}
+    assert at("class RotaryEmbedding", scope="lens", levers=replace(ALL_ON, class_bag=False)).architecture == {}
+
+
+def test_the_cursor_line_gives_focus_terms_and_its_settings():
+    built = at("rope_theta: float")
+    assert built.hints.settings == (("rope_theta", "1000000.0", "1_000_000.0"),)
+    assert built.hints.focus == ("rope", "theta")
+    assert at("rope_theta: float", levers=replace(ALL_ON, knob=False)).hints.settings == ()
+    assert at("rope_theta: float", levers=replace(ALL_ON, cursor=False)).hints.focus == ()
+
+
+def test_a_lens_is_about_the_whole_definition_not_a_line():
+    built = at("class RotaryEmbedding", scope="lens")
+    assert built.hints.focus == ()
+    assert at("class RotaryEmbedding", scope="hover").hints.focus == ("rotary", "embedding", "rotaryembedding", "module")
+
+
+def test_aliases_are_off_by_default_and_add_the_other_names_when_on():
+    assert "rotary" in at("return freqs_cis").text  # the class name says it already
+    source = "def apply(freqs_cis, xq):\n    return xq * freqs_cis\n"
+    plain = at("return xq", source=source)
+    assert "rope" not in plain.text.split() and plain.hints.aliases == ()
+    on = at("return xq", source=source, levers=replace(ALL_ON, aliases=True))
+    assert {"rope", "rotary"} <= set(on.text.split())
+    assert on.hints.aliases and "freqs" in on.hints.aliases[0]
+
+
+def test_line_settings_read_code_and_config_assignments():
+    assert line_settings("    rope_theta: float = 1_000_000.0")["rope_theta"].value == "1000000.0"
+    assert line_settings("gae_lambda: 0.95")["gae_lambda"].value == "0.95"
+    assert line_settings("    config.ema_decay = 0.9999")["ema_decay"].value == "0.9999"
+    assert line_settings("  loss = smoothed(logits, eps=0.1)")["eps"].value == "0.1"
+    assert line_settings('dtype: str = "bf16"')["dtype"].value == "bf16"
+    assert line_settings("    theta: float = theta") == {}  # a name is no setting
+    assert line_settings("x = nn.Linear(d, d)") == {}
+    assert line_settings("if a == 3:") == {}

@@ -1,0 +1,91 @@
+"""The server's issue-20 levers in process: knob tier, siblings, the strength gate, the cursor's line."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timezone
+
+from soma_lsp.query import ALL_ON, Hints, Levers
+from soma_lsp.records import parse_record
+from soma_lsp.retrieval import LiveIndex, RetrievalQuery
+from soma_lsp.server.evidence import focus_order, name_stem
+from soma_lsp.server.related import find_related
+
+NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
+OFF = Levers(**{name: False for name in Levers.names()})
+
+
+def index():
+    raw = [
+        {"id": "r1", "name": "rope-theta-1m-4k-ctx", "notes": "rope_theta=1000000 at seq 4096",
+         "conclusion": "a base of 1M helps 4k context", "finished_at": "2026-10-01T00:00:00Z"},
+        {"id": "r2", "name": "rope-theta-10k-4k-ctx", "notes": "rope_theta=10000 at seq 4096",
+         "conclusion": "the default base degrades past 2k", "finished_at": "2025-10-01T00:00:00Z"},
+        {"id": "r3", "name": "lr-3e-4-1b", "notes": "lr=3e-4 cosine schedule warmup",
+         "conclusion": "stable learning rate for the 1B model", "finished_at": "2026-11-01T00:00:00Z"},
+        {"id": "r4", "name": "lr-1e-3-1b", "status": "failed", "notes": "lr=1e-3",
+         "conclusion": "diverges at step 2k", "finished_at": "2024-11-01T00:00:00Z"},
+        {"id": "r5", "name": "model-save", "notes": "saves the model and the loss every step",
+         "conclusion": "checkpointing of the model works", "finished_at": "2026-11-25T00:00:00Z"},
+    ]
+    raw += [{"id": f"f{i}", "name": f"filler-{i}", "notes": "model loss step model loss",
+             "conclusion": f"unrelated run number {i}", "finished_at": "2026-11-20T00:00:00Z"} for i in range(8)]
+    return LiveIndex([parse_record(r) for r in raw])
+
+
+def query(text: str) -> RetrievalQuery:
+    return RetrievalQuery(text=text, now=NOW, limit=None)
+
+
+def ids(related) -> list[str]:
+    return [s.record.id for s, _ in related.shown(20)]
+
+
+def test_a_record_with_the_same_setting_comes_first_labelled_then_the_other_arms():
+    idx = index()
+    hints = Hints(settings=(("rope_theta", "1000000.0", "1e6"),))
+    related = find_related(idx, query("rope theta"), (), min_score=0.5, limit=None, hints=hints)
+    assert ids(related)[:2] == ["r1", "r2"]
+    labels = dict(related.labels)
+    assert labels["r1"] == "same setting: rope_theta = 1000000"
+    assert labels["r2"].startswith("same knob: rope_theta = 10000")
+    plain = find_related(idx, query("rope theta"), (), min_score=0.5, limit=None, hints=hints,
+                         levers=replace(ALL_ON, knob=False))
+    assert "same setting" not in " ".join(label for _, label in plain.labels)
+
+
+def test_siblings_follow_the_top_record_even_below_the_gate():
+    idx = index()
+    on = find_related(idx, query("stable learning rate cosine warmup"), (), min_score=0.5, limit=None)
+    assert ids(on)[:2] == ["r3", "r4"] and dict(on.labels)["r4"] == "sibling of r3"
+    off = find_related(idx, query("stable learning rate cosine warmup"), (), min_score=0.5, limit=None,
+                       levers=replace(ALL_ON, siblings=False))
+    assert "r4" not in ids(off)
+
+
+def test_name_stems_drop_settings():
+    assert name_stem("lr-3e-4-1b") == name_stem("lr-1e-3-1b") == "lr"
+    assert name_stem("rope-theta-1m-4k-ctx-seed2") == "rope-theta-ctx"
+    assert name_stem("no-qk-norm-lr-6e-4") == name_stem("qk-norm-lr-6e-4")
+
+
+def test_the_strength_gate_keeps_common_word_matches_out_of_what_is_shown_unasked():
+    idx = index()
+    weak = query("model loss step save")
+    shown = find_related(idx, weak, (), min_score=0.3, limit=None, unasked=True, levers=replace(ALL_ON, siblings=False))
+    asked = find_related(idx, weak, (), min_score=0.3, limit=None, levers=replace(ALL_ON, siblings=False))
+    assert "r5" in ids(asked) and not any(i.startswith("f") for i in ids(shown))
+    lever_off = find_related(idx, weak, (), min_score=0.3, limit=None, unasked=True, levers=OFF)
+    assert ids(lever_off) == ids(find_related(idx, weak, (), min_score=0.3, limit=None, levers=OFF))
+    strong = find_related(idx, query("rope theta helps"), (), min_score=0.3, limit=None,
+                          unasked=True, levers=replace(ALL_ON, siblings=False))
+    assert ids(strong) == ["r1"]  # r2 matches only "rope theta", two words two records hold: too weak
+
+
+def test_the_cursor_line_moves_its_matches_up():
+    idx = index()
+    ranked = idx.rank(query("rope theta lr stable"), relevant_only=True)
+    assert [s.record.id for s in ranked[:2]] == ["r3", "r1"]
+    moved = focus_order(ranked, ("rope", "theta"))  # the hover is on the rope_theta line
+    assert [s.record.id for s in moved[:3]] == ["r1", "r2", "r3"]
+    assert focus_order(ranked, ()) == list(ranked)
