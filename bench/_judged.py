@@ -193,7 +193,7 @@ def _check_grades(probe: Probe, pool: dict, is_dead_end, where: str, root: Path)
 
 
 def identifier_words(path: Path, line: int) -> set[str]:
-    """The distinct terms (SPEC 2.1) of the identifiers in the smallest def or class enclosing `line`
+    """The distinct terms (docs/spec.md §2.1) of the identifiers in the smallest def or class enclosing `line`
     of a Python file — the line itself for other files — without one-letter terms and `self`/`cls`."""
     import ast
 

@@ -1,4 +1,4 @@
-"""Experiment records: the validated, immutable form of one run in the pool (SPEC 1.2-1.4).
+"""Experiment records: the validated, immutable form of one run in the pool (docs/spec.md §1.2-1.4).
 
 `parse_record` turns a decoded mapping (from JSON or YAML) into a `Record` or raises `RecordError`
 naming the field path and what is wrong. It is pure: where the mapping came from is passed in as a
@@ -136,7 +136,7 @@ class Record:
 
     @property
     def time(self) -> datetime | None:
-        """The record's time for recency: `finished_at`, else `created_at` (SPEC 2.3)."""
+        """The record's time for recency: `finished_at`, else `created_at` (spec §2.3)."""
         return self.finished_at or self.created_at
 
 

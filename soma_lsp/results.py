@@ -1,4 +1,4 @@
-"""The one JSON shape of a result (SPEC 2.8), shared by the CLI, the server's commands and the clients."""
+"""The one JSON shape of a result (docs/spec.md §2.8), shared by the CLI, the server's commands and the clients."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def location(record: Record) -> dict[str, Any] | None:
 
 
 def result_json(scored: ScoredRecord, *, tied: bool | None = None) -> dict[str, Any]:
-    """SPEC 2.8's object; `tied` is added when given (the editor features mark tied records)."""
+    """spec §2.8's object; `tied` is added when given (the editor features mark tied records)."""
     record, parts = scored.record, scored.components
     result: dict[str, Any] = {
         "id": record.id,

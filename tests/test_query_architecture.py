@@ -148,7 +148,7 @@ def test_scope_bag_is_the_scopes():
                 self.n = nn.LayerNorm(1)
         ''')
     line = src.split("\n").index("        self.a = A()")
-    scope_only = Levers(class_bag=False)  # SPEC 3.3 as such; the class-bag lever: test_query_levers
+    scope_only = Levers(class_bag=False)  # docs/spec.md §3.3 as such; the class-bag lever: test_query_levers
     q = build_query(src, "m.py", position=(line, 10), scope="hover", levers=scope_only)
     assert q.scope.qualname == "B.__init__"
     assert q.architecture == {"A": 1.0, "LayerNorm": 1.0}

@@ -11,7 +11,7 @@ from soma_lsp.server.convert import age, relative_to_folders
 from soma_lsp.server.related import find_related, tie_points_at, tied_records
 
 NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
-NO_LEVERS = Levers(**{name: False for name in Levers.names()})  # SPEC 3.5-3.6 as such (levers: test_server_evidence)
+NO_LEVERS = Levers(**{name: False for name in Levers.names()})  # spec §3.5-3.6 as such (levers: test_server_evidence)
 
 
 def definition(qualname: str) -> Definition:

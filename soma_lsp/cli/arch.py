@@ -1,4 +1,4 @@
-"""`soma-lsp arch FILE`: the file's architecture bag (SPEC 3), in the vocabulary records use.
+"""`soma-lsp arch FILE`: the file's architecture bag (docs/spec.md §3), in the vocabulary records use.
 
 One `component count` line per component, most frequent first (`--json`: one JSON object), so that
 tools writing records can store the same names the server will compare against.

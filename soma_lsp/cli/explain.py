@@ -7,7 +7,7 @@ it, so what it prints is what a hover, the lenses and the dead-end warnings show
 the file and the lens of every definition.
 
 The workspace is the nearest directory above FILE holding `.soma/pool` (else `--workspace`, else
-the current directory); the pool comes from `--pool`, `$SOMA_POOL` or `.soma/pool` (SPEC 1.1).
+the current directory); the pool comes from `--pool`, `$SOMA_POOL` or `.soma/pool` (docs/spec.md §1.1).
 """
 
 from __future__ import annotations

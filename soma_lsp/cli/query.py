@@ -1,4 +1,4 @@
-"""`soma-lsp query TEXT`: `rank`'s own output for the text as given (SPEC 6) — no relevance gate and no
+"""`soma-lsp query TEXT`: `rank`'s own output for the text as given (spec §6) — no relevance gate and no
 ties-first, which belong to the editor features."""
 
 from __future__ import annotations

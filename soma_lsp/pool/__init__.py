@@ -1,6 +1,6 @@
-"""The experiment pool: where it is, how its files load, and how it stays live (SPEC 1.1, 1.4, 4).
+"""The experiment pool: where it is, how its files load, and how it stays live (docs/spec.md §1.1, §1.4, §4).
 
-* `pool_roots(workspace_folders, setting, environ)` — the pool directories (SPEC 1.1).
+* `pool_roots(workspace_folders, setting, environ)` — the pool directories (spec §1.1).
 * `load_file(path) -> FileLoad(records, problems)` — one file, never raises.
 * `Problem` — `path:LINE: field.path: message` (0-based `line`, printed 1-based), `severity`, `kind`.
 * `LivePool(roots, index)` — `load(progress)`, `apply(paths)`, `problems`, `files`, `subscribe(cb)`.

@@ -1,4 +1,4 @@
-"""Where the pools are (SPEC 1.1) and which files in them are pool files."""
+"""Where the pools are (docs/spec.md §1.1) and which files in them are pool files."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A problem found while loading a pool: where it is, what is wrong, and how bad (SPEC 1.4)."""
+"""A problem found while loading a pool: where it is, what is wrong, and how bad (docs/spec.md §1.4)."""
 
 from __future__ import annotations
 

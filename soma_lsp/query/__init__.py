@@ -1,4 +1,4 @@
-"""The query builder: open document + position → what to ask the retrieval core (SPEC 3).
+"""The query builder: open document + position → what to ask the retrieval core (docs/spec.md §3).
 
 Pure: no I/O, no pygls/lsprotocol. Positions are LSP's: 0-based ``(line, character)`` with
 characters counted in **UTF-16 code units** (``soma_lsp.query.positions`` converts to and from

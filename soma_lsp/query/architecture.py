@@ -1,4 +1,4 @@
-"""Component bags in the record vocabulary (SPEC 3 "Architecture").
+"""Component bags in the record vocabulary (docs/spec.md §3.3 "Architecture").
 
 Python: the layer/module classes *instantiated* — every call ``X(...)`` whose callee resolves,
 through the file's imports (or conventional aliases when there are none: ``nn`` → torch.nn,

@@ -8,7 +8,7 @@ methods, classes/structs/traits/interfaces from tree-sitter queries (a bonus; ki
 "class" | "function" | "method").
 
 Record ``code`` ties (``path::Qualified.symbol``) map onto these through :func:`find_definition`,
-and SPEC 3 "Ties first" matching goes through :func:`encloses` / :func:`related`.
+and docs/spec.md §3.6 "Ties first" matching goes through :func:`encloses` / :func:`related`.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def encloses(outer: "str | Definition", inner: "str | Definition") -> bool:
 
 
 def related(a: "str | Definition", b: "str | Definition") -> bool:
-    """SPEC 3 "Ties first": a tie to ``a`` points at scope ``b`` when either encloses the other
+    """spec §3.6 "Ties first": a tie to ``a`` points at scope ``b`` when either encloses the other
     (``Class`` ~ ``Class.method``, and vice versa)."""
     return encloses(a, b) or encloses(b, a)
 

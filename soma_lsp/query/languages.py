@@ -3,7 +3,7 @@
 Only ``tree-sitter-python`` is a hard dependency; the other grammars (the ``languages`` extra) are
 used when installed and silently skipped otherwise — those files then fall back to plain regex
 identifier extraction. ``tree-sitter-language-pack`` is deliberately not used: it downloads
-grammars at run time (see shared/recipes/dependencies.md).
+grammars at run time, and a language server must not fetch code while it runs.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 One typed place says which are on: `Levers`, read by the server from its settings (`soma.levers`,
 `{"noise": false}` switches one off) and handed to the query builder and to the server's gate and
-ordering (`soma_lsp.server.related`). A lever never changes the core's ranking (SPEC 2): it changes
+ordering (`soma_lsp.server.related`). A lever never changes the core's ranking (docs/spec.md §2): it changes
 what is asked, which ranked records an editor surface shows, and in what order. Each lever's effect
 on the judged set is in docs/benchmarks.md § Quality, with the levers tried and dropped (a
 `noise` list of ML-generic words left out of queries hurt the held-out probes; see there).

@@ -1,4 +1,4 @@
-"""Ranked retrieval over the experiment pool (SPEC 2): pure, deterministic, no clock, RNG or I/O.
+"""Ranked retrieval over the experiment pool (docs/spec.md §2): pure, deterministic, no clock, RNG or I/O.
 
 score = 0.40·lexical + 0.25·structural + 0.15·recency + 0.20·importance, the weights of terms that
 do not apply redistributed over those that do.

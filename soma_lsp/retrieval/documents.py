@@ -1,6 +1,6 @@
 """Term counts of many records' documents at once, for building the index's postings.
 
-SPEC 2.2's document is name ×3, headline ×2, notes and details once; its terms are SPEC 2.1's. Per
+docs/spec.md §2.2's document is name ×3, headline ×2, notes and details once; its terms are spec §2.1's. Per
 record in Python that is a Counter and a few lists per record; here each field of a chunk of records
 is one string split in C, every run (as written) is mapped to an id through a dictionary that grows by
 the runs not seen before — only those are tokenized, once — the (term, record) pairs are counted in
@@ -19,7 +19,7 @@ import numpy as np
 
 from .tokenize import ASCII_SEPARATORS, RUN, is_plain, tokenize
 
-FIELD_WEIGHTS = (3, 2, 1, 1)  # name, headline, notes, details (SPEC 2.2)
+FIELD_WEIGHTS = (3, 2, 1, 1)  # name, headline, notes, details (spec §2.2)
 CHUNK_DOCUMENTS = 256  # documents counted at once: their text, token strings and numpy temporaries stay in
 # the CPU's cache and in memory already mapped (a whole 100k batch at once ran ~2× slower, much of it in
 # page faults for fresh temporaries)
@@ -144,7 +144,7 @@ class DocumentCounter:
         rows = np.cumsum(mark)[~mark]
         ids = ids[~mark]
         others = [(row, t) for row, (t, ok) in enumerate(zip(texts, plain)) if not ok]
-        if others:  # SPEC 2.1's runs of alphanumeric characters, found by the regex
+        if others:  # spec §2.1's runs of alphanumeric characters, found by the regex
             extra = [(row, runs[run.encode()]) for row, text in others for run in RUN.findall(text)]
             if extra:
                 more_rows, more_ids = np.array(extra, dtype=np.int64).T

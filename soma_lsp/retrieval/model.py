@@ -1,4 +1,4 @@
-"""The value types of retrieval: what a query asks, and what a result says about itself (SPEC 2.6-2.7)."""
+"""The value types of retrieval: what a query asks, and what a result says about itself (docs/spec.md §2.6-2.7)."""
 
 from __future__ import annotations
 

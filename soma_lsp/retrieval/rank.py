@@ -1,4 +1,4 @@
-"""`rank`: SPEC 2.6's entry point, over a sequence of records or a prebuilt live index."""
+"""`rank`: docs/spec.md §2.6's entry point, over a sequence of records or a prebuilt live index."""
 
 from __future__ import annotations
 

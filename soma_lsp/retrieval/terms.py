@@ -1,4 +1,4 @@
-"""The scoring terms of SPEC 2, one function each, written so they take numpy arrays and scalars alike.
+"""The scoring terms of docs/spec.md §2, one function each, written so they take numpy arrays and scalars alike.
 
 The live index calls these on whole columns of the pool; the scalar public API calls them on one
 record. Either way the formula lives here, once.

@@ -1,4 +1,4 @@
-"""SPEC 2.1 tokenization: alphanumeric runs, split at case changes, lower-cased, whole run kept too.
+"""docs/spec.md §2.1 tokenization: alphanumeric runs, split at case changes, lower-cased, whole run kept too.
 
 `tokenize` emits terms in the spec's order (used for queries, whose first-seen order explains a
 match). `document_terms` yields the same bag in another order, faster: the index tokenizes every

@@ -101,7 +101,7 @@ def record_lsp_location(record: Record) -> lsp.Location | None:
 
 
 def result(scored: ScoredRecord, tied: bool, commit: CommitTie | None = None) -> dict[str, Any]:
-    """SPEC 2.8's object with `tied` and `origin` (where a tracker's run came from; null for a record
+    """docs/spec.md §2.8's object with `tied` and `origin` (where a tracker's run came from; null for a record
     file's), and for a tie through a commit `tied_by_commit`: the sha, how many commits ago, whether
     the definition changed since, and a sweep's evidence."""
     out = result_json(scored, tied=tied)

@@ -2,7 +2,7 @@
 
 `related.find_related` gates and orders through these functions when their lever is on
 (`soma_lsp.query.levers`); each is pure over the index and the built query, and none changes the
-core's ranking (SPEC 2) — only which ranked records pass and in what order they are shown.
+core's ranking (docs/spec.md §2) — only which ranked records pass and in what order they are shown.
 
 * **strength** (`strong`): lexical is normalised to the query's best match, so one shared common word
   reaches lexical 1. To be shown unasked (a hover; whether a lens shows), a ranked record from a code
@@ -54,7 +54,7 @@ def strength(scored: ScoredRecord, idf: dict[str, float], aliases: Sequence[Sequ
 
 
 def rarest_idf(n_records: int) -> float:
-    """SPEC 2.2's idf of a term that one record of `n_records` holds."""
+    """spec §2.2's idf of a term that one record of `n_records` holds."""
     return math.log1p((n_records - 0.5) / 1.5) if n_records > 0 else 0.0
 
 

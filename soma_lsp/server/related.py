@@ -1,4 +1,4 @@
-"""What every feature asks: the records related to a scope — ties first, then the gated ranking (SPEC 3).
+"""What every feature asks: the records related to a scope — ties first, then the gated ranking (docs/spec.md §3).
 
 Pure over its inputs (an index, a retrieval query, the scope's definitions), so hover, lenses, the
 commands and `soma-lsp explain` all go through the same code. It stays in the server layer, as a
@@ -157,7 +157,7 @@ def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], 
 def worth_a_lens(index: LiveIndex, related: Related, *, levers: Levers, hints: Hints) -> bool:
     """Whether a definition gets a lens: something related, and with lever `strength` something
     strong — a tie, a same-setting record, or a ranked record that passes the strength gate. The
-    lens's count stays that of find-related at its position (SPEC 4.3); only whether it shows moves."""
+    lens's count stays that of find-related at its position (spec §4.3); only whether it shows moves."""
     if not related or not levers.strength or related.tied:
         return bool(related)
     if any(label.startswith("same setting") for _, label in related.labels):

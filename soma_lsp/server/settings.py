@@ -14,7 +14,7 @@ Defaults worth knowing:
   recency 0.20, importance 0.27, so a record with no match at all would still score up to ≈ 0.47
   from importance and recency alone; 0.5 needs a real lexical share on top. On the fixtures a
   weak coincidence scores 0.3–0.45 and the records that bear on a definition 0.5–0.8. Ties pass
-  whatever their score (SPEC 3); see `related` for the evidence rule that goes with it.
+  whatever their score (docs/spec.md §3); see `related` for the evidence rule that goes with it.
 * `hover.count` = 3: tied records first, then the best ranked, three in all.
 """
 

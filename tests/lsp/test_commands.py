@@ -43,7 +43,7 @@ NO_LEVERS = {"levers": {"strength": False, "cursor": False, "class_bag": False, 
 
 
 async def test_without_levers_the_rest_is_the_gated_ranking(start_session, preset):
-    """SPEC 3.6 as such: with every issue-20 lever off, what follows the ties is `rank`'s own order,
+    """spec §3.6 as such: with every issue-20 lever off, what follows the ties is `rank`'s own order,
     gated at hover.minScore (the levers may bring siblings and same-setting records in below it)."""
     session = await start_session(preset, init_options=NO_LEVERS)
     results = await session.command("soma.findRelatedExperiments", {"text": "rotary embedding base"})

@@ -18,7 +18,7 @@ from typing import Any
 from ..loader import FileLoad, _add_record
 from ..problems import Problem
 
-#: run states as MLflow (file store: integers 1-5; SQLite/REST: names) and W&B name them → SPEC statuses
+#: run states as MLflow (file store: integers 1-5; SQLite/REST: names) and W&B name them → soma statuses (docs/spec.md §1.3)
 STATUSES: Mapping[str, str] = {
     "RUNNING": "running", "SCHEDULED": "planned", "FINISHED": "succeeded", "FAILED": "failed",
     "KILLED": "cancelled",
@@ -55,7 +55,7 @@ class Run:
 
 
 def record_mapping(run: Run) -> dict[str, Any]:
-    """The soma record (SPEC 1.2) a run stands for, before validation."""
+    """The soma record (docs/spec.md §1.2) a run stands for, before validation."""
     tags = run.tags
     soma = {key[len(SOMA):]: value for key, value in tags.items() if key.startswith(SOMA)}
     notes = run.notes if run.notes is not None else tags.get(NOTE)

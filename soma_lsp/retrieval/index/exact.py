@@ -108,7 +108,7 @@ class _ExactPass:
         return {**self._components_of(q, slots, bm25, max_bm25), "matched": matched}
 
     def _components_of(self, q: "_Query", slots: np.ndarray, bm25: np.ndarray, max_bm25: float) -> dict[str, Any]:
-        """Each slot's components and score, Σ w'_i·c_i summed term by term in SPEC order (a term
+        """Each slot's components and score, Σ w'_i·c_i summed term by term in the order of docs/spec.md §2.6 (a term
         that does not apply has w' = 0 and value 0, which adds exactly nothing)."""
         columns, w = self._columns, q.weighting
         e_lexical, e_structural, e_recency = (e[slots] for e in w["effective"])

@@ -38,8 +38,8 @@ class _Ranking(_ExactPass, _ApproximatePass):
 
     def rank(self, query: RetrievalQuery, *, relevant_only: bool = False,
              min_score: float = 0.0) -> list[ScoredRecord]:
-        """SPEC 2.6: best first, exact ties by id, cut at `query.limit`. `relevant_only` keeps only
-        records with lexical > 0 or structural > 0 (SPEC 3's gate); `min_score` drops lower scores."""
+        """docs/spec.md §2.6: best first, exact ties by id, cut at `query.limit`. `relevant_only` keeps only
+        records with lexical > 0 or structural > 0 (spec §3.5's gate); `min_score` drops lower scores."""
         with self._lock:
             if query.limit == 0:
                 return []
@@ -69,7 +69,7 @@ class _Ranking(_ExactPass, _ApproximatePass):
             return self._scored(exact, list(range(slots.size)), q)
 
     def idf_of(self, terms: Iterable[str]) -> dict[str, float]:
-        """SPEC 2.2's idf of each term over the records as they stand (0 for a term no record
+        """spec §2.2's idf of each term over the records as they stand (0 for a term no record
         holds): how specific a matched word is, for the server's relevance gate, which needs a
         match's absolute strength where lexical is normalised to the best match."""
         names = list(dict.fromkeys(terms))
