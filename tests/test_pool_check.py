@@ -71,3 +71,21 @@ def test_fixture_pool_loads_as_documented():
                    "broken/unknown-status.json:1: status"]
     assert pool.get("exp-0015").source.path.endswith("2025/exp-0015.json")
     assert pool.get("exp-0099") is None and pool.get("exp-0177") is not None
+
+
+def test_check_of_a_pool_that_does_not_exist_fails(tmp_path, capsys):
+    typo = tmp_path / "a" / "typo"
+    assert main(["check", "--pool", str(typo)]) == 2
+    out = capsys.readouterr().out
+    assert f"error: pool directory {typo} does not exist" in out
+
+
+def test_check_json_lists_every_problem_for_tools(tmp_path, capsys):
+    pool = tmp_path / "pool"
+    write(pool / "a.jsonl", '{"id": "a", "name": "x"}\n{"id": "b"}\n')
+    assert main(["check", "--json", "--pool", str(pool), "--pool", str(tmp_path / "gone")]) == 2
+    report = json.loads(capsys.readouterr().out)
+    assert report["pools"] == [str(pool), str(tmp_path / "gone")] and report["missing"] == [str(tmp_path / "gone")]
+    assert (report["records"], report["files"], report["errors"], report["warnings"]) == (1, 1, 1, 0)
+    assert report["problems"] == [{"path": str(pool / "a.jsonl"), "line": 2, "field": "name",
+                                   "message": "is required", "severity": "error", "kind": "validation"}]
