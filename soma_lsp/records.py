@@ -206,6 +206,33 @@ def parse_record(mapping: Any, *, source: Source | None = None) -> Record:
     )
 
 
+def record_errors(mapping: Any) -> list[RecordError]:
+    """Every problem of a record `parse_record` refuses, not only the first: each field it knows is
+    checked on its own (through `parse_record` itself, so the rules stay written once), the required
+    `id` and `name` on the record. For a linter (`soma-lsp check`) and the pool's diagnostics, which
+    show them all at once; a record it accepts has none."""
+    try:
+        parse_record(mapping)
+    except RecordError as first:
+        if not _is_mapping(mapping):
+            return [first]
+    else:
+        return []
+    errors = []
+    for key in ("id", "name"):
+        try:
+            _required_text(mapping.get(key), key)
+        except RecordError as error:
+            errors.append(error)
+    for key, value in mapping.items():
+        if key in _KNOWN and key not in ("id", "name"):
+            try:
+                parse_record({"id": "x", "name": "x", key: value})
+            except RecordError as error:
+                errors.append(error)
+    return errors or [first]
+
+
 def document_texts(mapping: dict) -> tuple[str, str, str, str]:
     """(name, headline, notes, details) as the record `parse_record(mapping)` builds holds them (absent
     or blank: ""), for a mapping it accepts; without validating or building the record. What lets

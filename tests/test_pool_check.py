@@ -89,3 +89,24 @@ def test_check_json_lists_every_problem_for_tools(tmp_path, capsys):
     assert (report["records"], report["files"], report["errors"], report["warnings"]) == (1, 1, 1, 0)
     assert report["problems"] == [{"path": str(pool / "a.jsonl"), "line": 2, "field": "name",
                                    "message": "is required", "severity": "error", "kind": "validation"}]
+
+
+def test_check_shows_every_problem_of_a_record_at_its_field(tmp_path, capsys, monkeypatch):
+    """A linter, not one problem at a time: each bad field of a record, at the line and column of its key."""
+    pool = tmp_path / "pool"
+    write(pool / "r.json", '{\n  "id": "a",\n  "status": 7,\n  "metrics": [{"name": "loss"}],\n  "importance": 9\n}\n')
+    write(pool / "r.jsonl", '{"id": "b", "name": "b", "commit": "xyz", "tags": "one"}\n')
+    write(pool / "r.yaml", "id: c\nname: c\nfinished_at: yesterday\ncode: [3]\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "--pool", "pool"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[:9] == [
+        "pool/r.json:1: name: is required",  # no key to point at: the record's line
+        "pool/r.json:3:3: status: expected a string, got a number",
+        "pool/r.json:4:3: metrics[0].value: is required",
+        "pool/r.json:5:3: importance: must be in [0, 1], got 9",
+        "pool/r.jsonl:1:26: commit: expected a hex commit of 7 to 40 characters, got 'xyz'",
+        "pool/r.jsonl:1:43: tags: expected a list of strings, got a string",
+        "pool/r.yaml:3:1: finished_at: expected an RFC 3339 timestamp, got 'yesterday'",
+        "pool/r.yaml:4:1: code[0]: expected \"path\", \"path::Symbol\" or {path, symbol}, got a number",
+        "0 records loaded from 3 files in 1 pool; 8 errors, 0 warnings"]

@@ -165,7 +165,7 @@ def test_missing_id_or_name(pool_dir):
     pool = load_pool(pool_dir)
     assert ids(pool) == sorted(GOOD + ["exp-4"])
     assert [str(p).split(":", 1)[1] for p in pool.problems_for(str(pool_dir / "missing.json"))] == [
-        "1: id: is required", "1: name: is required", "1: id: is required"]
+        "1: id: is required", "1: name: is required", "1:73: id: is required"]  # the last at its key
 
 
 def test_empty_strings(pool_dir):
@@ -174,7 +174,7 @@ def test_empty_strings(pool_dir):
     assert ids(pool) == sorted(GOOD + ["exp-5"])
     assert pool.get("exp-5").notes is None  # an empty optional text means absent
     assert [(p.line, p.field, p.message) for p in pool.problems_for(str(pool_dir / "empty.yaml"))] == [
-        (0, "id", "must not be empty"), (2, "name", "must not be empty")]
+        (0, "id", "must not be empty"), (3, "name", "must not be empty")]  # each on its key's line
 
 
 def test_unknown_status_loads_as_unknown_with_warning(pool_dir):
@@ -397,5 +397,5 @@ def test_a_yaml_integer_beyond_a_float_is_reported_with_its_field_and_the_rest_l
     load = load_file(path)
     assert [r.id for r in load.records] == ["b"]
     (problem,) = load.problems
-    assert (problem.line, problem.field, problem.kind) == (0, "metrics.loss", "validation")
+    assert (problem.line, problem.column, problem.field, problem.kind) == (2, 0, "metrics.loss", "validation")
     assert "too large" in problem.message

@@ -90,7 +90,7 @@ def test_a_restart_reads_no_file_and_answers_exactly_as_a_fresh_load(tmp_path):
     assert again.get("exp-1").finished_at.utcoffset().seconds == 19800
     assert again.problems == fresh.problems and again.summary() == fresh.summary()
     assert {k: v for k, v in again.summary().items() if k.endswith("kind")} == {
-        "errors_by_kind": {"duplicate": 1, "json": 2, "validation": 2}, "warnings_by_kind": {"status": 1}}
+        "errors_by_kind": {"duplicate": 1, "json": 2, "validation": 3}, "warnings_by_kind": {"status": 1}}
     assert repr(again.index.tied_to("model.py")) == repr(fresh.index.tied_to("model.py")) != "[]"
 
 

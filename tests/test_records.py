@@ -3,7 +3,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from soma_lsp.records import CodeTie, RecordError, Status, parse_record
+from hypothesis import given, settings, strategies as st
+
+from soma_lsp.records import CodeTie, RecordError, Status, parse_record, record_errors
 
 
 def rec(**fields):
@@ -158,3 +160,22 @@ def test_shared_architecture_pairs_never_let_a_boolean_or_a_list_pass_as_a_count
     again = parse_record({"id": "b", "name": "y", "architecture": ["Linear", "Linear"]})
     assert first.architecture[0] is parse_record({"id": "c", "name": "z", "architecture": {"Linear": 2}}).architecture[0]
     assert again.architecture == (("Linear", 1.0), ("Linear", 1.0))
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+                     max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(sorted(["id", "name", "status", "created_at", "finished_at", "conclusion",
+                                               "notes", "architecture", "metrics", "code", "commit", "tags", "url",
+                                               "importance", "repo", "origin", "other"])), _JSON))
+def test_record_errors_lists_every_problem_and_none_for_a_good_record(mapping):
+    errors = record_errors(mapping)
+    try:
+        parse_record(mapping)
+    except RecordError as first:
+        assert errors and (first.field, first.problem) in [(e.field, e.problem) for e in errors]
+    else:
+        assert errors == []

@@ -33,7 +33,7 @@ from typing import Any
 import orjson
 import yaml
 
-from ..records import Record, RecordError, Source, kind_of, parse_record
+from ..records import Record, RecordError, Source, kind_of, parse_record, record_errors
 from ..stored import RecordList
 from .problems import FileProblems, Problem
 
@@ -189,11 +189,15 @@ def _json_problem(path: str, error: Exception, base_line: int = 0) -> Problem:
 
 # -- records -------------------------------------------------------------------------------------
 
-def _add_record(out: FileLoad, value: Any, line: int) -> None:
+def _add_record(out: FileLoad, value: Any, line: int, where: Any = None) -> None:
+    """Keep the record, or report every problem it has, each at its field (`where`: the record's
+    text as `(text, start, end, first line)` — str or bytes — or its YAML node; read only on failure)."""
     try:
         record = parse_record(value, source=Source(out.path, line))
-    except RecordError as error:
-        out.problems.append(Problem(out.path, line, error.field, error.problem, "error", "validation"))
+    except RecordError:
+        for error in record_errors(value):  # every problem at once, each where its field is
+            at, column = field_position(where, error.field, line)
+            out.problems.append(Problem(out.path, at, error.field, error.problem, "error", "validation", column))
         return
     except RecursionError:
         out.problems.append(Problem(out.path, line, "", "record nested too deeply", "error", "too-deep"))
@@ -202,6 +206,46 @@ def _add_record(out: FileLoad, value: Any, line: int) -> None:
         out.problems.append(Problem(out.path, line, "", f"invalid record: {error!r}", "error", "validation"))
         return
     _keep_record(out, record, line)
+
+
+def field_position(where: Any, field: str, line: int) -> tuple[int, int | None]:
+    """The 0-based (line, column) of `field`'s key in a record (`where`, see `_add_record`); the
+    record's own `line` and no column when the format does not say."""
+    key = re.split(r"[.\[]", field, maxsplit=1)[0]
+    if not key or where is None:
+        return line, None
+    if isinstance(where, yaml.MappingNode):
+        for key_node, _ in where.value:
+            if getattr(key_node, "value", None) == key:
+                return key_node.start_mark.line, key_node.start_mark.column
+        return line, None
+    text, start, end, first = where
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")  # (the error path only: a record already refused)
+    at = _top_level_key(text, start, end, key)
+    if at is None:
+        return line, None
+    return first + text.count("\n", start, at), at - (text.rfind("\n", 0, at) + 1)
+
+
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]]')
+_COLON = re.compile(r"\s*:")
+
+
+def _top_level_key(text: str, start: int, end: int, key: str) -> int | None:
+    """Where `"key":` stands at the top level of the JSON object at `text[start:end]` (a nested
+    object's key of the same name does not count), or None."""
+    depth = 0
+    quoted = json.dumps(key)
+    for token in _JSON_TOKEN.finditer(text, start, end):
+        value = token.group()
+        if value in "{[":
+            depth += 1
+        elif value in "}]":
+            depth -= 1
+        elif depth == 1 and value == quoted and _COLON.match(text, token.end(), end):
+            return token.start()
+    return None
 
 
 def _keep_record(out: FileLoad, record: Record, line: int) -> None:
@@ -240,7 +284,7 @@ def _load_json(data: bytes, out: FileLoad) -> None:
         except orjson.JSONDecodeError:
             pass  # below: the UTF-8 check, the stdlib fallback, the error report
         else:
-            _add_record(out, value, data.count(b"\n", 0, len(data) - len(stripped)))
+            _add_record(out, value, data.count(b"\n", 0, len(data) - len(stripped)), (data, 0, len(data), 0))
             return
     try:
         text = data.decode("utf-8")
@@ -262,7 +306,7 @@ def _load_json(data: bytes, out: FileLoad) -> None:
         out.problems.append(_json_problem(out.path, error))
         return
     if isinstance(value, dict):
-        _add_record(out, value, first_line)
+        _add_record(out, value, first_line, (text, 0, len(text), 0))
     else:
         _not_a_record(out, value, first_line, "a record (an object) or an array of records")
 
@@ -288,7 +332,7 @@ def _load_json_array(text: str, start: int, line: int, out: FileLoad) -> None:
             out.problems.append(_json_problem(out.path, error, 0 if isinstance(error, ValueError) else line))
             return
         if isinstance(value, dict):
-            _add_record(out, value, line)
+            _add_record(out, value, line, (text, position, end, line))
         else:
             _not_a_record(out, value, line, "each element of the array to be a record (an object)")
         position = ws(text, end).end()
@@ -391,7 +435,7 @@ def _load_jsonl(f, out: FileLoad, max_line: int, progress: Callable[[int], None]
             out.problems.append(_json_problem(path, error, number))
             continue
         if isinstance(value, dict):
-            _add_record(out, value, number)
+            _add_record(out, value, number, (line, 0, len(line), number))
             if len(out.records) > records_before:
                 line_records[key] = (records_before, number)
         else:
@@ -483,12 +527,12 @@ def _load_yaml(data: bytes, out: FileLoad) -> None:
                 out.problems.append(Problem(path, 0, "", f"invalid YAML: {error}", "error", "yaml"))
                 return
             if isinstance(value, dict):
-                _add_record(out, value, node.start_mark.line)
+                _add_record(out, value, node.start_mark.line, node)
             elif isinstance(value, list):
                 for item, item_node in zip(value, node.value):
                     line = item_node.start_mark.line
                     if isinstance(item, dict):
-                        _add_record(out, item, line)
+                        _add_record(out, item, line, item_node)
                     else:
                         _not_a_record(out, item, line, "each item of the list to be a record (a mapping)")
             elif value is not None:

@@ -19,7 +19,8 @@ MAX_PER_FILE = 100
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """`path:LINE: field.path: message`, with `line` 0-based here and 1-based when printed."""
+    """`path:LINE[:COLUMN]: field.path: message`, with `line` and `column` 0-based here and 1-based
+    when printed; `column` where the format gives it (the bad field's key), else None."""
 
     path: str
     line: int
@@ -27,9 +28,10 @@ class Problem:
     message: str
     severity: Severity = "error"
     kind: str = "validation"
+    column: int | None = None
 
     def __str__(self) -> str:
-        where = f"{self.path}:{self.line + 1}: "
+        where = f"{self.path}:{self.line + 1}:" + (f"{self.column + 1}: " if self.column is not None else " ")
         return f"{where}{self.field}: {self.message}" if self.field else f"{where}{self.message}"
 
 

@@ -190,7 +190,7 @@ def _aligned(n: int) -> int:
 
 
 def _problem(p: Problem) -> tuple:
-    return p.path, p.line, p.field, p.message, p.severity, p.kind
+    return p.path, p.line, p.field, p.message, p.severity, p.kind, p.column
 
 
 def _without_extra(record: Record) -> Record:
