@@ -12,8 +12,8 @@ its own buffer and:
   end of the JSON object it starts; a body that is not JSON and runs into the next header is answered
   and dropped at that header (no JSON text holds a raw line end after `content-length: N`);
 * enforces limits (docs/reliability.md): a message over `MAX_MESSAGE` bytes, or nested deeper than
-  `MAX_DEPTH` levels, is answered with a parse error (-32700, with its id when it can be read) and
-  dropped, never buffered on or recursed into; waiting for a body costs linear time (only new bytes
+  `MAX_DEPTH` levels, is answered with an Invalid Request error (-32600) to its id when it can be
+  read (else a parse error, -32700, id null: the bytes may not even be JSON) and dropped, never buffered on or recursed into; waiting for a body costs linear time (only new bytes
   are searched for a header, and a body that merely ends in `}` is tried as a message again only
   after it grew by a quarter);
 * answers a body that is not JSON with a JSON-RPC parse error (-32700) to the request id when one can
@@ -81,7 +81,8 @@ class FrameReader:
         self._tried = 0  # size of the waiting body when it was last tried as a message
 
     def feed(self, data: bytes, *, eof: bool = False) -> list[tuple[str, Any]]:
-        """Add bytes; return ("message", dict|list|...) and ("error", (id, text)) items in order."""
+        """Add bytes; return ("message", dict|list|...), ("error", (id, text)) for a body that is not
+        JSON and ("refused", (id, text)) for one over the size or depth limit, in order."""
         self.buffer += data
         out: list[tuple[str, Any]] = []
         while True:
@@ -145,7 +146,7 @@ class FrameReader:
         try:
             value = self._parse(body.decode("utf-8"))
         except _TooDeep as error:
-            return self._drop(length, body, str(error))
+            return self._drop(length, body, str(error), "refused")
         except ValueError as error:
             if _truncated(error, length) or getattr(error, "msg", "") == "Extra data":
                 taken = self._prefix(len(buffer))
@@ -173,7 +174,8 @@ class FrameReader:
             return self._drop(end, bytes(buffer[:min(end, MAX_HEADER)]), what)
         if len(buffer) > self.max_message:
             return self._drop(len(buffer), bytes(buffer[:MAX_HEADER]),
-                              f"Parse error: message over the {self.max_message}-byte limit (Content-Length {length})")
+                              f"Invalid Request: message over the {self.max_message}-byte limit "
+                              f"(Content-Length {length})", "refused")
         if bytes(buffer[-64:]).rstrip().endswith(b"}") and (
                 len(buffer) <= _EAGER or len(buffer) >= self._tried + self._tried // 4):
             self._tried = len(buffer)
@@ -188,12 +190,12 @@ class FrameReader:
         try:
             decoded = _decode_prefix(bytes(self.buffer[:min(end, self.max_message)]))
         except RecursionError:  # deeper than the decoder goes: dropped up to `end` (the rest is framed again)
-            return self._drop(end, bytes(self.buffer[:MAX_HEADER]), self._too_deep()), end
+            return self._drop(end, bytes(self.buffer[:MAX_HEADER]), self._too_deep(), "refused"), end
         if decoded is None:
             return None
         value, size = decoded
         if _deeper_than(value, self.max_depth):
-            return self._drop(size, bytes(self.buffer[:MAX_HEADER]), self._too_deep()), size
+            return self._drop(size, bytes(self.buffer[:MAX_HEADER]), self._too_deep(), "refused"), size
         return self._take(size, ("message", value)), size
 
     def _parse(self, text: str) -> Any:
@@ -206,17 +208,18 @@ class FrameReader:
         return value
 
     def _too_deep(self) -> str:
-        return f"Parse error: message nested deeper than {self.max_depth} levels"
+        return f"Invalid Request: message nested deeper than {self.max_depth} levels"
 
     def _take(self, size: int, item: tuple[str, Any]) -> tuple[str, Any]:
         del self.buffer[:size]
         self._length = None
         return item
 
-    def _drop(self, size: int, head: bytes, text: str) -> tuple[str, Any]:
-        """Drop `size` bytes of a body that cannot be a message; an error for its id (if readable)."""
+    def _drop(self, size: int, head: bytes, text: str, kind: str = "error") -> tuple[str, Any]:
+        """Drop `size` bytes of a body that cannot be a message: an item of `kind` ("error": not
+        JSON; "refused": over a limit) for its id (if readable)."""
         logger.warning("dropping a message of %d bytes: %s", size, text)
-        return self._take(size, ("error", (request_id_in(head), text)))
+        return self._take(size, (kind, (request_id_in(head), text)))
 
 
 def _truncated(error: ValueError, length: int) -> bool:
@@ -279,8 +282,7 @@ async def serve_stream(read: Callable[[], Awaitable[bytes]], protocol: Any,
                 if kind == "message":
                     protocol.handle_raw(value)
                 else:
-                    msg_id, text = value
-                    protocol.answer_parse_error(msg_id, text)
+                    protocol.answer_unreadable(*value, refused=kind == "refused")
             except Exception:  # never let one message end the loop
                 logger.exception("error handling a message")
         if eof:
