@@ -21,8 +21,8 @@ its own buffer and:
 
 Decoded messages go to `protocol.handle_raw(data)` (see `protocol.SomaProtocol`).
 
-Serving: `serve_stdio` reads stdin in its own thread (never made non-blocking), `serve_tcp` serves
-the first client that connects; both run `server.run(read, writer)` (see `app.SomaServer`).
+Serving: `serve_stdio` reads stdin in its own thread (never made non-blocking), `serve_tcp` (an
+unauthenticated port) and `serve_pipe` (an owner-only Unix socket) serve the first client that connects; both run `server.run(read, writer)` (see `app.SomaServer`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import re
+import stat
 import sys
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -307,36 +309,85 @@ def serve_stdio(server: Any, stdin=None, stdout=None) -> int:
 
 
 def serve_tcp(server: Any, host: str, port: int, ready: Callable[[str, int], None] | None = None) -> int:
-    """Listen on host:port, serve the first client that connects, exit when it is done."""
+    """Listen on host:port, serve the first client that connects, exit when it is done. Anyone who
+    can reach the port is that client: TCP is unauthenticated (`serve_pipe` can be restricted)."""
 
-    async def main() -> int:
-        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        connected = False
-
-        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            nonlocal connected
-            if done.done() or connected:
-                writer.close()
-                return
-            connected = True
-
-            try:
-                code = await server.run(lambda: reader.read(65536), _Writer(writer.write, writer.close))
-            finally:
-                writer.close()
-            if not done.done():
-                done.set_result(code)
-
+    async def listen(connection) -> asyncio.Server:
         listener = await asyncio.start_server(connection, host, port)
         bound = listener.sockets[0].getsockname()
         logger.info("listening on %s:%s", bound[0], bound[1])
         if ready is not None:
             ready(bound[0], bound[1])
-        async with listener:
-            code = await done
-        return code
+        return listener
 
-    return asyncio.run(main())
+    return asyncio.run(_serve_first_client(server, listen))
+
+
+def serve_pipe(server: Any, path: str, ready: Callable[[str], None] | None = None) -> int:
+    """Listen on a Unix domain socket at `path`, created owner-only (0600) in a directory the user
+    owns, serve the first client, remove the socket at exit. Only the user (and root) can connect:
+    the local transport that can be restricted, unlike TCP. `check_pipe_path` says what is refused."""
+    path = os.path.abspath(path)
+    check_pipe_path(path)
+
+    async def listen(connection) -> asyncio.Server:
+        if os.path.lexists(path):
+            os.unlink(path)  # a stale socket (check_pipe_path refused anything else)
+        mask = os.umask(0o177)  # created 0600: never a moment when others may connect
+        try:
+            listener = await asyncio.start_unix_server(connection, path)
+        finally:
+            os.umask(mask)
+        logger.info("listening on %s", path)
+        if ready is not None:
+            ready(path)
+        return listener
+
+    try:
+        return asyncio.run(_serve_first_client(server, listen))
+    finally:
+        try:
+            if stat.S_ISSOCK(os.lstat(path).st_mode):
+                os.unlink(path)
+        except OSError:
+            pass
+
+
+def check_pipe_path(path: str) -> None:
+    """Refuse (ValueError) a socket path in a directory the user does not own, or one where
+    something other than a socket stands (it would be deleted to make room)."""
+    directory = os.path.dirname(path)
+    try:
+        owner = os.stat(directory).st_uid
+    except OSError as error:
+        raise ValueError(f"cannot use the directory of {path}: {error.strerror or error}") from None
+    if owner != os.getuid():
+        raise ValueError(f"{directory} is not owned by this user; put the socket in a directory you own")
+    if os.path.lexists(path) and not stat.S_ISSOCK(os.lstat(path).st_mode):
+        raise ValueError(f"{path} exists and is not a socket; not replaced")
+
+
+async def _serve_first_client(server: Any, listen: Callable[[Any], Awaitable[asyncio.Server]]) -> int:
+    """Serve the first client a listener accepts (later ones are closed at once); its exit status."""
+    done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    connected = False
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connected
+        if done.done() or connected:
+            writer.close()
+            return
+        connected = True
+        try:
+            code = await server.run(lambda: reader.read(65536), _Writer(writer.write, writer.close))
+        finally:
+            writer.close()
+        if not done.done():
+            done.set_result(code)
+
+    listener = await listen(connection)
+    async with listener:
+        return await done
 
 
 class _Writer:
