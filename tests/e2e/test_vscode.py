@@ -182,7 +182,7 @@ def test_package_json_mirrors_the_server_settings() -> None:
     from soma_lsp.server.settings import FIELDS, Settings
 
     props = json.loads((EXT_DIR / "package.json").read_text())["contributes"]["configuration"]["properties"]
-    client_only = {"soma.server.command", "soma.server.installSource", "soma.trace.server"}
+    client_only = {"soma.server.command", "soma.server.pipe", "soma.server.installSource", "soma.trace.server"}
     assert set(props) - client_only == {f"soma.{k}" for k in FIELDS}
     defaults = Settings().to_json()
 
