@@ -70,7 +70,7 @@ def test_nesting_at_the_limit_is_decoded_and_one_more_level_is_an_error_with_the
 
     out = FrameReader().feed(frame(message(MAX_DEPTH)) + frame(message(MAX_DEPTH + 1)))
     assert out[0] == ("message", message(MAX_DEPTH))
-    assert out[1] == ("error", (MAX_DEPTH + 1, f"Parse error: message nested deeper than {MAX_DEPTH} levels"))
+    assert out[1] == ("refused", (MAX_DEPTH + 1, f"Invalid Request: message nested deeper than {MAX_DEPTH} levels"))
 
 
 def test_a_message_at_the_size_limit_is_read_and_one_byte_more_is_dropped_with_its_id():
@@ -79,7 +79,7 @@ def test_a_message_at_the_size_limit_is_read_and_one_byte_more_is_dropped_with_i
     assert messages(reader.feed(frame(MESSAGES[1]))) == [MESSAGES[1]]
     over = b'{"id": 5, ' + b"z" * len(body)
     out = reader.feed(b"Content-Length: %d\r\n\r\n" % len(over) + over)
-    assert out == [("error", (5, f"Parse error: message over the {len(body)}-byte limit (Content-Length {len(over)})"))]
+    assert out == [("refused", (5, f"Invalid Request: message over the {len(body)}-byte limit (Content-Length {len(over)})"))]
     assert messages(reader.feed(b"z" * 5000 + frame(MESSAGES[0]))) == [MESSAGES[0]]  # the rest is skipped
 
 
@@ -105,5 +105,5 @@ def test_a_too_deep_body_under_a_too_large_length_is_answered_when_the_next_fram
 
     body = b'{"id": 9, "params": ' + b"[" * 5000 + b"]" * 5000 + b"}"
     out = FrameReader().feed(b"Content-Length: %d\r\n\r\n" % (len(body) + 1000) + body + frame(MESSAGES[0]))
-    assert out == [("error", (9, f"Parse error: message nested deeper than {MAX_DEPTH} levels")),
+    assert out == [("refused", (9, f"Invalid Request: message nested deeper than {MAX_DEPTH} levels")),
                    ("message", MESSAGES[0])]

@@ -1,4 +1,5 @@
-"""`soma-lsp serve` (the default): the language server over stdio, or `--tcp [HOST:]PORT`."""
+"""`soma-lsp serve` (the default): the language server over stdio, `--pipe PATH` (a Unix socket only
+the user can connect to) or `--tcp [HOST:]PORT` (unauthenticated: any local user can connect)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,21 @@ LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR"]
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("serve", help="serve LSP over stdio (the default) or TCP",
-                                   description="Serve the Language Server Protocol over stdio, or over "
-                                               "TCP with --tcp (127.0.0.1 unless a host is given).")
+    parser = subparsers.add_parser("serve", help="serve LSP over stdio (the default), a Unix socket or TCP",
+                                   description="Serve the Language Server Protocol over stdio, over a Unix "
+                                               "socket only you can connect to with --pipe, or over TCP "
+                                               "with --tcp (127.0.0.1 unless a host is given). TCP is "
+                                               "unauthenticated: any user who can reach the port becomes "
+                                               "the client; prefer --pipe.")
     parser.add_argument("--stdio", action="store_true", help="serve over stdio (the default; accepted "
                                                              "for clients that pass it)")
-    parser.add_argument("--tcp", metavar="[HOST:]PORT", help="listen on HOST:PORT (HOST defaults to 127.0.0.1)")
+    transports = parser.add_mutually_exclusive_group()
+    transports.add_argument("--tcp", metavar="[HOST:]PORT",
+                            help="listen on HOST:PORT (HOST defaults to 127.0.0.1); unauthenticated: "
+                                 "the first client to connect, whoever it is, is served")
+    transports.add_argument("--pipe", metavar="PATH",
+                            help="listen on a Unix socket at PATH, created owner-only (0600) in a "
+                                 "directory you own, removed at exit; serves the first client")
     env_level = os.environ.get("SOMA_LOG_LEVEL", "WARNING").upper()
     parser.add_argument("--log-level", default=env_level if env_level in LEVELS else "WARNING",
                         choices=LEVELS,
@@ -57,7 +67,16 @@ def run(args: argparse.Namespace) -> int:
     from ..server import create_server
 
     server = create_server()
-    if args.tcp:
+    if args.pipe:
+        def listening(path: str) -> None:
+            print(f"soma-lsp listening on {path}", file=sys.stderr, flush=True)
+
+        try:
+            code = server.serve_pipe(args.pipe, listening)
+        except (ValueError, OSError) as error:
+            print(f"soma-lsp serve: --pipe: {error}", file=sys.stderr, flush=True)
+            code = 2
+    elif args.tcp:
         host, port = parse_address(args.tcp)
 
         def ready(bound_host: str, bound_port: int) -> None:

@@ -28,7 +28,7 @@ import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 import yaml
@@ -102,13 +102,8 @@ def _read(path: str, out: FileLoad, max_json_bytes: int, max_yaml_bytes: int,
           progress: Callable[[int], None] | None, previous: FileLoad | None) -> None:
     fmt = file_format(path) or "json"
     try:
-        # O_NONBLOCK: opening a FIFO (or a device) must not wait for a writer; what is not a regular
-        # file is then refused before anything is read from it.
-        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as f:
-            status = os.fstat(f.fileno())
-            if not stat.S_ISREG(status.st_mode):
-                out.problems.append(not_regular(path, status.st_mode))
-                return
+        f, status = open_regular(path)
+        with f:
             size = out.size = status.st_size
             if time.time_ns() - max(status.st_mtime_ns, status.st_ctime_ns) >= RACY_NS:
                 out.stamp = stamp_of(status)
@@ -119,12 +114,13 @@ def _read(path: str, out: FileLoad, max_json_bytes: int, max_yaml_bytes: int,
             if size > limit:
                 out.problems.append(_too_large(path, size, limit, fmt))
                 return
-            data = f.read(size + 1)  # (a read of `limit` bytes would allocate `limit` bytes)
-            if len(data) > size:  # the file grew since fstat: read on, still bounded
-                data += f.read(limit + 1 - len(data))
+            data = read_bounded(f, size, limit)
             if len(data) > limit:
                 out.problems.append(_too_large(path, len(data), limit, fmt))
                 return
+    except NotRegularFile as error:
+        out.problems.append(not_regular(path, error.mode))
+        return
     except OSError as error:
         out.exists = not isinstance(error, FileNotFoundError)
         out.problems.append(_os_problem(path, error))
@@ -139,6 +135,46 @@ def _read(path: str, out: FileLoad, max_json_bytes: int, max_yaml_bytes: int,
             _load_json(data, out)
     except Exception as error:  # noqa: BLE001
         out.problems.append(Problem(path, 0, "", f"could not load the file: {error!r}", "error", "unreadable"))
+
+
+# -- reading any file that may be hostile ----------------------------------------------------------
+
+class NotRegularFile(Exception):
+    """What `open_regular` refuses: a FIFO, a socket, a device or a directory (`mode` says which)."""
+
+    def __init__(self, path: str, mode: int) -> None:
+        super().__init__(f"{path} is {file_kind(mode)}, not a regular file")
+        self.mode = mode
+
+
+def open_regular(path: str) -> tuple[BinaryIO, os.stat_result]:
+    """Open `path` for reading, only if it is a regular file, without ever blocking: O_NONBLOCK so
+    that opening a FIFO (or a device) does not wait for a writer, then `fstat` on what was opened
+    (not the name, which may have changed since a listing) so that nothing is read from what is not
+    a regular file. Raises `NotRegularFile`, or the OSError of opening."""
+    f = os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb")
+    try:
+        status = os.fstat(f.fileno())
+        if not stat.S_ISREG(status.st_mode):
+            raise NotRegularFile(path, status.st_mode)
+    except BaseException:
+        f.close()
+        raise
+    return f, status
+
+
+def read_bounded(f: BinaryIO, size: int, limit: int) -> bytes:
+    """The file's bytes, but never more than `limit` + 1 (more than `limit` means too large): `size`
+    is what fstat said, and the file may have grown since."""
+    data = f.read(min(size, limit) + 1)  # (a read of `limit` bytes would allocate `limit` bytes)
+    if size < len(data) <= limit:  # the file grew since fstat: read on, still bounded
+        data += f.read(limit + 1 - len(data))
+    return data
+
+
+def file_kind(mode: int) -> str:
+    return {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device",
+            stat.S_IFBLK: "a block device", stat.S_IFDIR: "a directory"}.get(stat.S_IFMT(mode), "not a file")
 
 
 # -- errors --------------------------------------------------------------------------------------
@@ -165,9 +201,7 @@ def _os_problem(path: str, error: OSError) -> Problem:
 
 def not_regular(path: str, mode: int) -> Problem:
     """A pool file that is a FIFO, a socket or a device: never opened for reading (it could block)."""
-    what = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device",
-            stat.S_IFBLK: "a block device", stat.S_IFDIR: "a directory"}.get(stat.S_IFMT(mode), "not a file")
-    return Problem(path, 0, "", f"is {what}, not a regular file; not loaded", "error", "unreadable")
+    return Problem(path, 0, "", f"is {file_kind(mode)}, not a regular file; not loaded", "error", "unreadable")
 
 
 def _utf8_problem(path: str, data: bytes, error: UnicodeDecodeError, base_line: int = 0) -> Problem:

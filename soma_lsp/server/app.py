@@ -91,6 +91,9 @@ class SomaServer(LanguageServer):
     def serve_tcp(self, host: str, port: int, ready: Callable[[str, int], None] | None = None) -> int:
         return transport.serve_tcp(self, host, port, ready)
 
+    def serve_pipe(self, path: str, ready: Callable[[str], None] | None = None) -> int:
+        return transport.serve_pipe(self, path, ready)
+
 
 def create_server() -> SomaServer:
     """A server with every feature registered."""

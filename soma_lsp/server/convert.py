@@ -20,6 +20,9 @@ from ..pool.commit_ties import CommitTie
 from ..records import Record
 from ..results import location as record_location, result_json, rfc3339
 from ..retrieval import ScoredRecord, is_dead_end
+from .markdown import flat
+
+MAX_URL = 2048  # a record's url in a command's answer (longer is no link a browser opens)
 
 
 def uri_to_path(uri: str) -> str | None:
@@ -105,13 +108,21 @@ def result(scored: ScoredRecord, tied: bool, commit: CommitTie | None = None) ->
     file's), and for a tie through a commit `tied_by_commit`: the sha, how many commits ago, whether
     the definition changed since, and a sweep's evidence."""
     out = result_json(scored, tied=tied)
-    out["origin"] = scored.record.origin
+    out["origin"] = flat(scored.record.origin) if scored.record.origin else None
+    # Record text is data, and clients show it: one line, capped (docs/spec.md §2.8; the CLI keeps it whole).
+    for key in ("name", "headline"):
+        if out[key] is not None:
+            out[key] = flat(out[key])
+    if out["url"] is not None:
+        out["url"] = flat(out["url"], MAX_URL)
+    for key in ("matched_terms", "shared_components"):
+        out[key] = [flat(term) for term in out[key]]
     if commit is not None:
         out["tied_by_commit"] = {
-            "commit": commit.commit, "commits_ago": commit.commits_ago, "definition": commit.qualname,
+            "commit": commit.commit, "commits_ago": commit.commits_ago, "definition": flat(commit.qualname),
             "changed_since": commit.changed_since, "blames_code": commit.blames_code,
             "succeeded_at_same_code": commit.sweep.succeeded if commit.sweep else 0,
-            "differs_in": list(commit.sweep.differs) if commit.sweep else []}
+            "differs_in": [flat(name) for name in commit.sweep.differs] if commit.sweep else []}
     return out
 
 

@@ -65,6 +65,12 @@ def _truncate(text: str, limit: int | None) -> str:
     return text
 
 
+def flat(text: object, limit: int | None = MAX_FIELD) -> str:
+    """One line of text for a client that shows it as text (a command's JSON): control and format
+    characters made spaces, at most `limit` characters; not defanged (no Markdown renders it)."""
+    return _truncate(_flatten(str(text)), limit)
+
+
 def plain(text: object, limit: int | None = MAX_FIELD) -> str:
     """One inert line of plain text."""
     return _truncate(defang(_flatten(str(text))), limit)

@@ -4,6 +4,10 @@ against the real server over stdio):
 * A request whose params do not match the method's type gets a -32602 answer (pygls sends none).
 * A frame whose body is not JSON gets a -32700 answer to its id when the id can be read
   (`transport`); bad headers and wrong Content-Length no longer leave the server deaf.
+* What is no JSON-RPC message gets -32600 (pygls ignores it or answers -32603 with a traceback): a
+  batch (one error, id null: LSP has no batches), a `method` that is not a string (its id), an `id`
+  that is an object, array or boolean (id null). No answer carries a Python traceback in `data`.
+* A frame over the size or depth limit gets -32600 to its id (`transport`).
 * Requests after `shutdown` get -32600 (pygls drops them silently).
 * `exit` without `shutdown` exits 1 (pygls exits 0).
 * `workspace/executeCommand` runs the registered command as a cancellable task; the command checks
@@ -34,10 +38,16 @@ class SomaProtocol(LanguageServerProtocol):
 
     def handle_raw(self, data: Any) -> None:
         """A decoded JSON value from the transport: structure it, answer what cannot be."""
-        if not isinstance(data, dict) or data.get("jsonrpc") != self.VERSION:
-            msg_id = data.get("id") if isinstance(data, dict) else None
-            if isinstance(data, dict) and "method" in data and isinstance(msg_id, int | str):
-                self._answer_error(msg_id, JsonRpcInvalidRequest("Invalid Request: not a JSON-RPC 2.0 message"))
+        invalid = _invalid_request(data)
+        if invalid is not None:
+            msg_id, text = invalid
+            log.warning("%s (id %r): %.200r", text, msg_id, data)
+            self._send_data({"jsonrpc": self.VERSION, "id": msg_id,
+                             "error": {"code": JsonRpcInvalidRequest.CODE, "message": text}})
+            return
+        if data.get("jsonrpc") != self.VERSION:
+            if "method" in data and "id" in data:
+                self._answer_error(data["id"], JsonRpcInvalidRequest("Invalid Request: not a JSON-RPC 2.0 message"))
             else:
                 log.warning("ignoring a message that is not JSON-RPC 2.0: %.200r", data)
             return
@@ -63,10 +73,22 @@ class SomaProtocol(LanguageServerProtocol):
         else:
             log.warning("invalid params for notification %s: %s", method, detail)
 
-    def answer_parse_error(self, msg_id: int | str | None, text: str) -> None:
-        log.warning("unparsable message (id %r): %s", msg_id, text)
-        self._send_data({"jsonrpc": self.VERSION, "id": msg_id,
-                         "error": {"code": JsonRpcParseError.CODE, "message": text}})
+    def answer_unreadable(self, msg_id: int | str | None, text: str, *, refused: bool = False) -> None:
+        """A frame the transport could not turn into a message: -32700 (not JSON), or -32600 for one
+        `refused` over a size or depth limit when its id is known (with no id the bytes may not even
+        be JSON: -32700)."""
+        log.warning("unreadable message (id %r): %s", msg_id, text)
+        code = JsonRpcInvalidRequest.CODE if refused and msg_id is not None else JsonRpcParseError.CODE
+        self._send_data({"jsonrpc": self.VERSION, "id": msg_id, "error": {"code": code, "message": text}})
+
+    def _send_response(self, msg_id: Any, result: Any = None, error: lsp.ResponseError | None = None) -> None:
+        """Every answer leaves here: pygls puts a Python traceback in `data` of an internal error
+        (-32603); it goes to the server log instead, never on the wire."""
+        if error is not None and isinstance(error.data, dict) and "traceback" in error.data:
+            log.error("internal error answering %r: %s\n%s", msg_id, error.message,
+                      "".join(map(str, error.data["traceback"])))
+            error = lsp.ResponseError(error.code, error.message)
+        super()._send_response(msg_id, result, error)
 
     def _answer_error(self, msg_id: int | str, error: JsonRpcException) -> None:
         self._send_response(msg_id, error=error.to_response_error())
@@ -113,6 +135,22 @@ class SomaProtocol(LanguageServerProtocol):
             raise JsonRpcInvalidParams(f"unknown command {params.command!r}; soma-lsp runs "
                                        f"{', '.join(self.fm.commands)}")
         return await handler(params.arguments)
+
+
+def _invalid_request(data: Any) -> tuple[None | int | str, str] | None:
+    """(id to answer, message) when `data` is no JSON-RPC request, notification or response, per
+    JSON-RPC 2.0 §5 (-32600, id null unless a valid id is known); None when its shape is right.
+    A batch (an array) gets one error: LSP has no batches, so its elements are not answered."""
+    if isinstance(data, list):
+        return None, "Invalid Request: batch not supported (LSP sends one message per frame)"
+    if not isinstance(data, dict):
+        return None, "Invalid Request: a message must be a JSON object"
+    msg_id = data.get("id")
+    if msg_id is not None and (not isinstance(msg_id, int | str) or isinstance(msg_id, bool)):
+        return None, "Invalid Request: id must be a number or a string"
+    if "method" in data and not isinstance(data["method"], str):
+        return msg_id, "Invalid Request: method must be a string"
+    return None
 
 
 def _describe(error: BaseException) -> str:

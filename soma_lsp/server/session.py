@@ -20,6 +20,7 @@ during a big reindex still answers from the index's consistent snapshot.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -40,6 +41,7 @@ from ..retrieval import LiveIndex, RetrievalQuery
 from . import convert
 from .settings import Settings
 from .timing import DIAGNOSTIC_DEBOUNCE
+from .unopened import read_unopened
 
 log = logging.getLogger("soma_lsp.server")
 
@@ -227,19 +229,24 @@ class Session:
             paths = [convert.uri_to_path(workspace.root_uri)]
         return [p for p in paths if p]
 
-    def document(self, uri: str) -> Document:
-        """The document as the client has it (or as it is on disk, for a file the client has not
-        opened). Raises when there is no such document."""
-        document = self.server.workspace.get_text_document(uri)
-        source = document.source  # reads the file for a document that is not open
-        path = convert.uri_to_path(uri)
+    async def snapshot_at(self, uri: str) -> Snapshot:
+        """`snapshot()` with the document at `uri`: as the client has it, or, for a document not
+        open, as it is on disk — read in the query executor, and only where `unopened` allows
+        (else `Unavailable`, which a feature answers empty)."""
+        snap = self.snapshot()
+        document = self.open_document(uri)
+        if document is not None:
+            source, version, path = document.source, document.version, convert.uri_to_path(uri)
+        else:
+            roots = self.folders() + (self.pool.roots if self.pool is not None else [])
+            path, source = await self.run_query(read_unopened, uri, roots)
+            version = None
         relpath = convert.relative_to_folders(path, self.folders()) if path else None
-        return Document(uri, path, relpath, source, document.version)
+        return dataclasses.replace(snap, document=Document(uri, path, relpath, source, version))
 
-    def snapshot(self, uri: str | None = None) -> Snapshot:
-        """This request's world: the document at `uri` (when given), the index, settings and time."""
-        return Snapshot(self.index, self.settings, self.now(), self.pool,
-                        self.document(uri) if uri is not None else None,
+    def snapshot(self) -> Snapshot:
+        """This request's world without a document: the index, settings and time."""
+        return Snapshot(self.index, self.settings, self.now(), self.pool, None,
                         getattr(self.server.protocol, "client_capabilities", None), self.commit_ties)
 
     def open_uris(self) -> list[str]:

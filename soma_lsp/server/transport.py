@@ -12,8 +12,8 @@ its own buffer and:
   end of the JSON object it starts; a body that is not JSON and runs into the next header is answered
   and dropped at that header (no JSON text holds a raw line end after `content-length: N`);
 * enforces limits (docs/reliability.md): a message over `MAX_MESSAGE` bytes, or nested deeper than
-  `MAX_DEPTH` levels, is answered with a parse error (-32700, with its id when it can be read) and
-  dropped, never buffered on or recursed into; waiting for a body costs linear time (only new bytes
+  `MAX_DEPTH` levels, is answered with an Invalid Request error (-32600) to its id when it can be
+  read (else a parse error, -32700, id null: the bytes may not even be JSON) and dropped, never buffered on or recursed into; waiting for a body costs linear time (only new bytes
   are searched for a header, and a body that merely ends in `}` is tried as a message again only
   after it grew by a quarter);
 * answers a body that is not JSON with a JSON-RPC parse error (-32700) to the request id when one can
@@ -21,8 +21,8 @@ its own buffer and:
 
 Decoded messages go to `protocol.handle_raw(data)` (see `protocol.SomaProtocol`).
 
-Serving: `serve_stdio` reads stdin in its own thread (never made non-blocking), `serve_tcp` serves
-the first client that connects; both run `server.run(read, writer)` (see `app.SomaServer`).
+Serving: `serve_stdio` reads stdin in its own thread (never made non-blocking), `serve_tcp` (an
+unauthenticated port) and `serve_pipe` (an owner-only Unix socket) serve the first client that connects; both run `server.run(read, writer)` (see `app.SomaServer`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import re
+import stat
 import sys
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -81,7 +83,8 @@ class FrameReader:
         self._tried = 0  # size of the waiting body when it was last tried as a message
 
     def feed(self, data: bytes, *, eof: bool = False) -> list[tuple[str, Any]]:
-        """Add bytes; return ("message", dict|list|...) and ("error", (id, text)) items in order."""
+        """Add bytes; return ("message", dict|list|...), ("error", (id, text)) for a body that is not
+        JSON and ("refused", (id, text)) for one over the size or depth limit, in order."""
         self.buffer += data
         out: list[tuple[str, Any]] = []
         while True:
@@ -145,7 +148,7 @@ class FrameReader:
         try:
             value = self._parse(body.decode("utf-8"))
         except _TooDeep as error:
-            return self._drop(length, body, str(error))
+            return self._drop(length, body, str(error), "refused")
         except ValueError as error:
             if _truncated(error, length) or getattr(error, "msg", "") == "Extra data":
                 taken = self._prefix(len(buffer))
@@ -173,7 +176,8 @@ class FrameReader:
             return self._drop(end, bytes(buffer[:min(end, MAX_HEADER)]), what)
         if len(buffer) > self.max_message:
             return self._drop(len(buffer), bytes(buffer[:MAX_HEADER]),
-                              f"Parse error: message over the {self.max_message}-byte limit (Content-Length {length})")
+                              f"Invalid Request: message over the {self.max_message}-byte limit "
+                              f"(Content-Length {length})", "refused")
         if bytes(buffer[-64:]).rstrip().endswith(b"}") and (
                 len(buffer) <= _EAGER or len(buffer) >= self._tried + self._tried // 4):
             self._tried = len(buffer)
@@ -188,12 +192,12 @@ class FrameReader:
         try:
             decoded = _decode_prefix(bytes(self.buffer[:min(end, self.max_message)]))
         except RecursionError:  # deeper than the decoder goes: dropped up to `end` (the rest is framed again)
-            return self._drop(end, bytes(self.buffer[:MAX_HEADER]), self._too_deep()), end
+            return self._drop(end, bytes(self.buffer[:MAX_HEADER]), self._too_deep(), "refused"), end
         if decoded is None:
             return None
         value, size = decoded
         if _deeper_than(value, self.max_depth):
-            return self._drop(size, bytes(self.buffer[:MAX_HEADER]), self._too_deep()), size
+            return self._drop(size, bytes(self.buffer[:MAX_HEADER]), self._too_deep(), "refused"), size
         return self._take(size, ("message", value)), size
 
     def _parse(self, text: str) -> Any:
@@ -206,17 +210,18 @@ class FrameReader:
         return value
 
     def _too_deep(self) -> str:
-        return f"Parse error: message nested deeper than {self.max_depth} levels"
+        return f"Invalid Request: message nested deeper than {self.max_depth} levels"
 
     def _take(self, size: int, item: tuple[str, Any]) -> tuple[str, Any]:
         del self.buffer[:size]
         self._length = None
         return item
 
-    def _drop(self, size: int, head: bytes, text: str) -> tuple[str, Any]:
-        """Drop `size` bytes of a body that cannot be a message; an error for its id (if readable)."""
+    def _drop(self, size: int, head: bytes, text: str, kind: str = "error") -> tuple[str, Any]:
+        """Drop `size` bytes of a body that cannot be a message: an item of `kind` ("error": not
+        JSON; "refused": over a limit) for its id (if readable)."""
         logger.warning("dropping a message of %d bytes: %s", size, text)
-        return self._take(size, ("error", (request_id_in(head), text)))
+        return self._take(size, (kind, (request_id_in(head), text)))
 
 
 def _truncated(error: ValueError, length: int) -> bool:
@@ -279,8 +284,7 @@ async def serve_stream(read: Callable[[], Awaitable[bytes]], protocol: Any,
                 if kind == "message":
                     protocol.handle_raw(value)
                 else:
-                    msg_id, text = value
-                    protocol.answer_parse_error(msg_id, text)
+                    protocol.answer_unreadable(*value, refused=kind == "refused")
             except Exception:  # never let one message end the loop
                 logger.exception("error handling a message")
         if eof:
@@ -305,36 +309,85 @@ def serve_stdio(server: Any, stdin=None, stdout=None) -> int:
 
 
 def serve_tcp(server: Any, host: str, port: int, ready: Callable[[str, int], None] | None = None) -> int:
-    """Listen on host:port, serve the first client that connects, exit when it is done."""
+    """Listen on host:port, serve the first client that connects, exit when it is done. Anyone who
+    can reach the port is that client: TCP is unauthenticated (`serve_pipe` can be restricted)."""
 
-    async def main() -> int:
-        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        connected = False
-
-        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            nonlocal connected
-            if done.done() or connected:
-                writer.close()
-                return
-            connected = True
-
-            try:
-                code = await server.run(lambda: reader.read(65536), _Writer(writer.write, writer.close))
-            finally:
-                writer.close()
-            if not done.done():
-                done.set_result(code)
-
+    async def listen(connection) -> asyncio.Server:
         listener = await asyncio.start_server(connection, host, port)
         bound = listener.sockets[0].getsockname()
         logger.info("listening on %s:%s", bound[0], bound[1])
         if ready is not None:
             ready(bound[0], bound[1])
-        async with listener:
-            code = await done
-        return code
+        return listener
 
-    return asyncio.run(main())
+    return asyncio.run(_serve_first_client(server, listen))
+
+
+def serve_pipe(server: Any, path: str, ready: Callable[[str], None] | None = None) -> int:
+    """Listen on a Unix domain socket at `path`, created owner-only (0600) in a directory the user
+    owns, serve the first client, remove the socket at exit. Only the user (and root) can connect:
+    the local transport that can be restricted, unlike TCP. `check_pipe_path` says what is refused."""
+    path = os.path.abspath(path)
+    check_pipe_path(path)
+
+    async def listen(connection) -> asyncio.Server:
+        if os.path.lexists(path):
+            os.unlink(path)  # a stale socket (check_pipe_path refused anything else)
+        mask = os.umask(0o177)  # created 0600: never a moment when others may connect
+        try:
+            listener = await asyncio.start_unix_server(connection, path)
+        finally:
+            os.umask(mask)
+        logger.info("listening on %s", path)
+        if ready is not None:
+            ready(path)
+        return listener
+
+    try:
+        return asyncio.run(_serve_first_client(server, listen))
+    finally:
+        try:
+            if stat.S_ISSOCK(os.lstat(path).st_mode):
+                os.unlink(path)
+        except OSError:
+            pass
+
+
+def check_pipe_path(path: str) -> None:
+    """Refuse (ValueError) a socket path in a directory the user does not own, or one where
+    something other than a socket stands (it would be deleted to make room)."""
+    directory = os.path.dirname(path)
+    try:
+        owner = os.stat(directory).st_uid
+    except OSError as error:
+        raise ValueError(f"cannot use the directory of {path}: {error.strerror or error}") from None
+    if owner != os.getuid():
+        raise ValueError(f"{directory} is not owned by this user; put the socket in a directory you own")
+    if os.path.lexists(path) and not stat.S_ISSOCK(os.lstat(path).st_mode):
+        raise ValueError(f"{path} exists and is not a socket; not replaced")
+
+
+async def _serve_first_client(server: Any, listen: Callable[[Any], Awaitable[asyncio.Server]]) -> int:
+    """Serve the first client a listener accepts (later ones are closed at once); its exit status."""
+    done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    connected = False
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connected
+        if done.done() or connected:
+            writer.close()
+            return
+        connected = True
+        try:
+            code = await server.run(lambda: reader.read(65536), _Writer(writer.write, writer.close))
+        finally:
+            writer.close()
+        if not done.done():
+            done.set_result(code)
+
+    listener = await listen(connection)
+    async with listener:
+        return await done
 
 
 class _Writer:

@@ -148,14 +148,16 @@ step('setup', function(res)
   vim.cmd.runtime('plugin/soma.lua')
   vim.fn.chdir(workspace)
   res.commands_before_setup = vim.fn.exists(':SomaRelated') == 2
-  require('soma').setup({ cmd = { python, '-m', 'soma_lsp' }, settings = settings })
+  -- SOMA_E2E_PIPE: connect to a server started with `serve --pipe` instead of starting one
+  require('soma').setup({ cmd = { python, '-m', 'soma_lsp' }, pipe = os.getenv('SOMA_E2E_PIPE'), settings = settings })
   res.commands = {
     SomaRelated = vim.fn.exists(':SomaRelated') == 2,
     SomaReload = vim.fn.exists(':SomaReload') == 2,
   }
   res.lens_command_registered = type(vim.lsp.commands['soma.showRelated']) == 'function'
   res.config = vim.lsp.config.soma and {
-    cmd = vim.lsp.config.soma.cmd, filetypes = vim.lsp.config.soma.filetypes,
+    cmd = type(vim.lsp.config.soma.cmd) == 'function' and 'rpc.connect' or vim.lsp.config.soma.cmd,
+    filetypes = vim.lsp.config.soma.filetypes,
   }
 end, true)
 

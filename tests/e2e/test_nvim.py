@@ -337,3 +337,36 @@ def test_the_readmes_lazy_nvim_spec_sets_the_plugin_up_from_a_clone(tmp_path):
     assert f"OK the server answers initialize: soma-lsp {__version__}" in health, health
     assert f"OK pool: {workspace}/.soma/pool" in health, health
     assert report["attached"], "no soma client attached to model/transformer.py"
+
+
+def test_the_client_connects_to_a_server_started_with_pipe(tmp_path):
+    """setup({pipe = PATH}) connects to `soma-lsp serve --pipe PATH` (vim.lsp.rpc.connect) instead of
+    starting a server: attach, the pool, a hover, related results, all over the owner-only socket."""
+    workspace = tmp_path / "workspace"
+    shutil.copytree(FIXTURE, workspace)
+    socket = tmp_path / "soma.sock"
+    server = subprocess.Popen([sys.executable, "-m", "soma_lsp", "serve", "--pipe", str(socket)], cwd=workspace,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              env={k: v for k, v in os.environ.items() if k != "SOMA_POOL"})
+    try:
+        assert "listening on" in server.stderr.readline().decode()
+        out = tmp_path / "out.json"
+        env = {**_nvim_env(tmp_path), "SOMA_E2E_PIPE": str(socket)}
+        proc = subprocess.run(
+            [str(NVIM), "--headless", "--clean", "-l", str(DRIVER), str(PLUGIN), str(workspace), sys.executable,
+             str(out), "{}", "setup,attach,pool_loaded,hover,related"],
+            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120, cwd=workspace, env=env,
+        )
+        assert out.exists(), f"no report (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
+        run = json.loads(out.read_text())
+        run["_stderr"] = proc.stderr
+        _step(run, "attach")
+        text = re.sub(r"\\(.)", r"\1", _step(run, "hover")["text"] or "")
+        assert "rope-theta-500k" in text
+        _step(run, "related")
+        assert server.wait(timeout=60) == 0  # Neovim's exit ended the one client: shutdown, exit
+        assert not socket.exists()
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()

@@ -45,6 +45,7 @@ CODE_SERVER = CS_HOME / "node_modules" / ".bin" / "code-server"
 FIXTURE = REPO / "fixtures" / "workspace"
 ARTIFACTS = REPO / "test-artifacts" / "vscode"
 INSTALL_ARTIFACTS = REPO / "test-artifacts" / "vscode-install"
+PIPE_ARTIFACTS = REPO / "test-artifacts" / "vscode-pipe"
 
 FILE = "model/transformer.py"
 SYMBOL = "RotaryEmbedding"
@@ -182,7 +183,7 @@ def test_package_json_mirrors_the_server_settings() -> None:
     from soma_lsp.server.settings import FIELDS, Settings
 
     props = json.loads((EXT_DIR / "package.json").read_text())["contributes"]["configuration"]["properties"]
-    client_only = {"soma.server.command", "soma.server.installSource", "soma.trace.server"}
+    client_only = {"soma.server.command", "soma.server.pipe", "soma.server.installSource", "soma.trace.server"}
     assert set(props) - client_only == {f"soma.{k}" for k in FIELDS}
     defaults = Settings().to_json()
 
@@ -390,3 +391,30 @@ def test_vscode_offers_to_install_a_missing_server(tmp_path) -> None:
     assert f"installed: {server}" in log_text
     assert result["ok"], result["errors"]
     shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def test_vscode_connects_to_a_server_started_with_pipe() -> None:
+    """`soma.server.pipe` names the socket of `soma-lsp serve --pipe PATH` started by hand: the
+    extension connects to it (no server command is run) and its code lenses show."""
+    _prepare(PIPE_ARTIFACTS)
+    folder = Path(tempfile.mkdtemp(prefix="soma-pipe-", dir="/tmp"))  # short: a socket path has 108 bytes
+    sock = folder / "soma.sock"
+    env = {k: v for k, v in os.environ.items() if k != "SOMA_POOL"}
+    server = subprocess.Popen([sys.executable, "-m", "soma_lsp", "serve", "--pipe", str(sock)], cwd=folder,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    try:
+        assert "listening on" in server.stderr.readline().decode()
+        result, drive_out, where, run_dir = _vscode_run(
+            PIPE_ARTIFACTS, {"soma.server.pipe": str(sock), "soma.server.command": ["soma-lsp-not-run"],
+                             "soma.trace.server": "messages"}, dict(os.environ), {"SCENARIO": "pipe"})
+        value = _step_value(result, drive_out, where)
+        assert any("related experiment" in t for t in value("code_lens"))
+        log_text = (PIPE_ARTIFACTS / "soma-output.log").read_text(errors="replace")
+        assert f"connecting to the server on {sock}" in log_text
+        assert result["ok"], result["errors"]
+        shutil.rmtree(run_dir, ignore_errors=True)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+        shutil.rmtree(folder, ignore_errors=True)

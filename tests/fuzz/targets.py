@@ -104,8 +104,8 @@ def frame_reader(data: bytes, cut_sizes: list[int]) -> None:
             chunk = data[position:position + size]
             position += size
             for kind, value in reader.feed(chunk):
-                assert kind in ("message", "error")
-                if kind == "error":
+                assert kind in ("message", "error", "refused")
+                if kind != "message":
                     assert value[0] is None or isinstance(value[0], int | str)
             assert len(reader.buffer) <= FRAME_LIMIT + len(chunk) + MAX_HEADER
         after = reader.feed(b"\r\n\r\n" + _frame(PROBE) * 3)

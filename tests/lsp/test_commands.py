@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 
 import pytest
 from pygls.exceptions import JsonRpcException
@@ -155,3 +156,21 @@ async def test_commands_asked_before_the_first_load_answer_from_the_pool(start_s
     assert results and results[0]["id"] == "exp-0042"
     record = await session.command("soma.showExperiment", {"id": "exp-0131"})
     assert record["id"] == "exp-0131"
+
+
+async def test_find_related_caps_record_text_and_removes_control_characters(start_session, workspace):
+    """findRelated returned record text uncapped (a 1 MB headline) and unsanitised (issue 23 #10):
+    each text field is one line of at most 300 characters (SPEC 2.8), the shape kept."""
+    hostile = "zanzibar\x1b]0;title\x07 \u202eevil\u202c\ttab\nline\x00nul "
+    record = {"id": "exp-hostile-text", "name": hostile * 40, "status": "failed",
+              "conclusion": "zanzibar " + "h" * 1_000_000, "url": "https://x.example/" + "u" * 10_000}
+    (workspace / ".soma" / "pool" / "hostile-text.json").write_text(json.dumps(record), encoding="utf-8")
+    session = await start_session()
+    [found] = [r for r in await session.command("soma.findRelatedExperiments", {"text": "zanzibar"})
+               if r["id"] == "exp-hostile-text"]
+    assert len(found["name"]) == 300 and found["name"].endswith("…")
+    assert found["name"].startswith("zanzibar ]0;title evil tab line nul zanzibar")
+    assert len(found["headline"]) == 300 and found["headline"].startswith("zanzibar hhh")
+    assert len(found["url"]) == 2048
+    text = json.dumps(found, ensure_ascii=False)
+    assert not [c for c in text if unicodedata.category(c) in ("Cc", "Cf")]

@@ -44,10 +44,10 @@ async def test_a_message_nested_too_deep_is_answered_with_its_id(raw_server):
     server.send(find_related(10, nested(MAX_DEPTH - 4)))  # exactly at the limit: decoded, then judged
     for msg_id in (7, 8, 9):
         answer = await server.response(msg_id)
-        assert answer["error"]["code"] == -32700
-        assert answer["error"]["message"] == f"Parse error: message nested deeper than {MAX_DEPTH} levels"
+        assert answer["error"]["code"] == -32600
+        assert answer["error"]["message"] == f"Invalid Request: message nested deeper than {MAX_DEPTH} levels"
     at_limit = await server.response(10)
-    assert at_limit.get("error", {}).get("code") != -32700  # reached the command (which refuses a list)
+    assert at_limit.get("error", {}).get("code") not in (-32600, -32700)  # reached the command (which refuses a list)
     server.request(11, "workspace/executeCommand", STATUS)
     assert "result" in await server.response(11)
 
@@ -66,5 +66,58 @@ async def test_a_huge_content_length_with_a_body_that_is_not_json_leaves_it_list
     server.request(23, "workspace/executeCommand", STATUS)
     assert "result" in await server.response(23)
     answer = await server.response(22)
-    assert answer["error"]["message"].startswith(f"Parse error: message over the {MAX_MESSAGE}-byte limit")
+    assert answer["error"]["code"] == -32600
+    assert answer["error"]["message"].startswith(f"Invalid Request: message over the {MAX_MESSAGE}-byte limit")
     await wait_until(lambda: server.process.returncode is None)
+
+
+async def test_a_batch_gets_one_invalid_request_error_and_is_not_run(raw_server):
+    """A JSON-RPC batch got no answer. LSP has no batches: one -32600, id null, no element run."""
+    server = await raw_server()
+    await server.initialize(FIXTURES)
+    server.send(frame('[{"jsonrpc": "2.0", "id": 30, "method": "workspace/executeCommand", "params": %s}]'
+                      % json.dumps(STATUS)))
+    error = await wait_until(lambda: next((m for m in server.messages if "error" in m and m.get("id") is None), None))
+    assert error["error"] == {"code": -32600, "message": "Invalid Request: batch not supported (LSP sends one message per frame)"}
+    server.request(31, "workspace/executeCommand", STATUS)
+    assert "result" in await server.response(31)
+    assert not any(m.get("id") == 30 for m in server.messages)
+
+
+@pytest.mark.parametrize("message, answered_id", [
+    ('{"jsonrpc": "2.0", "id": 40, "method": null}', 40),
+    ('{"jsonrpc": "2.0", "id": 41, "method": 7, "params": {}}', 41),
+    ('{"jsonrpc": "2.0", "id": {"a": 1}, "method": "textDocument/hover", "params": {}}', None),
+    ('{"jsonrpc": "2.0", "id": [1], "method": "workspace/executeCommand", "params": {"command": "x"}}', None),
+    ('{"jsonrpc": "2.0", "id": true, "method": "shutdown"}', None),
+    ('42', None),
+])
+async def test_a_message_of_the_wrong_shape_gets_invalid_request_without_a_traceback(raw_server, message, answered_id):
+    """`method: null` got no answer; an object `id` got -32603 with a Python traceback in `data`."""
+    server = await raw_server()
+    await server.initialize(FIXTURES)
+    server.send(frame(message))
+    server.request(50, "workspace/executeCommand", STATUS)
+    assert "result" in await server.response(50)
+    errors = [m for m in server.messages if "error" in m]
+    assert [e["id"] for e in errors] == [answered_id]
+    assert errors[0]["error"]["code"] == -32600 and "data" not in errors[0]["error"]
+
+
+
+def test_an_internal_error_carries_no_traceback_on_the_wire():
+    """Every error path ends in `_send_response`: pygls' -32603 puts the traceback in `data`; it is
+    logged, and the answer keeps only code and message."""
+    from pygls.exceptions import JsonRpcInternalError
+    from soma_lsp.server.app import create_server
+
+    server, sent = create_server(), []
+    server.protocol._send_data = sent.append
+    try:
+        raise TypeError("unhashable type: 'dict'")
+    except TypeError:
+        import sys
+        error = JsonRpcInternalError.of(sys.exc_info()).to_response_error()
+    assert "traceback" in error.data
+    server.protocol._send_response(60, error=error)
+    assert sent[0].error.data is None and sent[0].error.message == "TypeError: unhashable type: 'dict'"

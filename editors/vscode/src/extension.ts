@@ -1,5 +1,7 @@
 // VS Code client for soma-lsp. The server does all the work (ranking, gating, hover text, lenses,
 // diagnostics); this client starts it, forwards settings and lays out `soma.findRelatedExperiments`.
+import * as net from 'net';
+import * as os from 'os';
 import * as vscode from 'vscode';
 import {
   CloseAction,
@@ -10,6 +12,7 @@ import {
   RevealOutputChannelOn,
   ServerOptions,
   State,
+  StreamInfo,
   TransportKind,
 } from 'vscode-languageclient/node';
 import { installPrivate } from './install';
@@ -48,8 +51,21 @@ function serverSettings(): Record<string, unknown> {
   return all;
 }
 
-async function startClient(): Promise<LanguageClient | undefined> {
-  status.starting();
+// `soma.server.pipe`: connect to a server the user started with `soma-lsp serve --pipe PATH` (a Unix
+// socket only its owner can connect to; `serve --tcp` is unauthenticated); else start the command.
+// `what` names the server in error messages, `setting` is the one to fix.
+async function serverConnection(): Promise<{ options: ServerOptions; what: string; setting: string } | undefined> {
+  const pipe = vscode.workspace.getConfiguration('soma').get<string | null>('server.pipe');
+  if (pipe) {
+    const path = pipe.replace(/^~(?=$|\/)/, os.homedir());
+    log(`connecting to the server on ${path} (soma.server.pipe)`);
+    const options = () => new Promise<StreamInfo>((resolve, reject) => {
+      const socket = net.connect(path);
+      socket.once('connect', () => resolve({ reader: socket, writer: socket }));
+      socket.once('error', reject);
+    });
+    return { options, what: `on ${path}`, setting: 'soma.server.pipe' };
+  }
   const cmd = await resolveServerCommand(storage);
   if ('missing' in cmd) {
     reportMissing(cmd);
@@ -57,7 +73,7 @@ async function startClient(): Promise<LanguageClient | undefined> {
   }
   const folder = vscode.workspace.workspaceFolders?.find((f) => f.uri.scheme === 'file');
   log(`starting the server (${cmd.origin}): ${JSON.stringify([cmd.command, ...cmd.args])}`);
-  const serverOptions: ServerOptions = {
+  const options: ServerOptions = {
     command: cmd.command,
     args: cmd.args,
     transport: TransportKind.stdio,
@@ -66,6 +82,14 @@ async function startClient(): Promise<LanguageClient | undefined> {
       env: { ...process.env, PYTHONUNBUFFERED: '1' },
     },
   };
+  return { options, what: JSON.stringify([cmd.command, ...cmd.args]), setting: 'soma.server.command' };
+}
+
+async function startClient(): Promise<LanguageClient | undefined> {
+  status.starting();
+  const server = await serverConnection();
+  if (server === undefined) return undefined;
+  const serverOptions = server.options;
   const clientOptions: LanguageClientOptions = {
     documentSelector: [{ scheme: 'file' }],
     synchronize: { configurationSection: 'soma' },
@@ -117,15 +141,15 @@ async function startClient(): Promise<LanguageClient | undefined> {
     void c.dispose().catch(() => undefined);
     void vscode.window
       .showErrorMessage(
-        `Soma: could not start the language server ${JSON.stringify([cmd.command, ...cmd.args])}: ${msg}. ` +
-          'Check the command in a terminal, or set "soma.server.command".',
+        `Soma: could not start the language server ${server.what}: ${msg}. ` +
+          `Check the command in a terminal, or set "${server.setting}".`,
         'Show Output',
         'Open Settings',
       )
       .then((choice) => {
         if (choice === 'Show Output') output.show(true);
         else if (choice === 'Open Settings')
-          void vscode.commands.executeCommand('workbench.action.openSettings', 'soma.server.command');
+          void vscode.commands.executeCommand('workbench.action.openSettings', server.setting);
       });
     return undefined;
   }
@@ -337,8 +361,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('soma.restartServer', () => restart()),
     vscode.commands.registerCommand('soma.showOutput', () => output.show(true)),
     vscode.workspace.onDidChangeConfiguration((e) => {
-      if (e.affectsConfiguration('soma.server.command')) {
-        log('soma.server.command changed');
+      if (e.affectsConfiguration('soma.server.command') || e.affectsConfiguration('soma.server.pipe')) {
+        log('soma.server.command or soma.server.pipe changed');
         void restart();
       }
     }),

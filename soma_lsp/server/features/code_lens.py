@@ -120,7 +120,7 @@ async def recompute(session: Session, states: LensStates, uri: str, *, refresh: 
     if not session.settings.code_lens or uri not in session.open_uris():
         states.pop(uri, None)
         return []
-    snap = session.snapshot(uri)
+    snap = await session.snapshot_at(uri)
     stop = False
     try:
         lenses = await session.run_query(compute, snap, lambda: stop)
@@ -208,7 +208,7 @@ async def code_lens(session: Session, states: LensStates, params: lsp.CodeLensPa
         if fresh or session.idle_for(uri) < LENS_DEBOUNCE:
             return [lens.to_lsp() for lens in state.lenses]
     if document is None:
-        lenses = await session.run_query(compute, session.snapshot(uri))  # not open: compute without keeping
+        lenses = await session.run_query(compute, await session.snapshot_at(uri))  # not open: compute without keeping
     else:
         lenses = await recompute(session, states, uri, refresh=False)
     return [lens.to_lsp() for lens in lenses]

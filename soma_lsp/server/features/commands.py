@@ -31,6 +31,7 @@ from ...records import kind_of
 from .. import convert
 from ..pool_service import PoolService
 from ..related import find_related, tied_records
+from ..guard import Unavailable
 from ..session import Session
 
 log = logging.getLogger("soma_lsp.server")
@@ -128,9 +129,9 @@ async def find_related_experiments(session: Session, pools: PoolService,
         related = await session.run_query(work)
     else:
         try:
-            snap = session.snapshot(uri)
-        except Exception as error:  # noqa: BLE001
-            raise BadArgument(command, f"uri: cannot read {uri}: {error}") from None
+            snap = await session.snapshot_at(uri)
+        except Unavailable as error:  # not open, and not a file the server reads (server.unopened)
+            raise BadArgument(command, f"uri: {error}") from None
 
         def work():
             doc = snap.document

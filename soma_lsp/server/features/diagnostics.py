@@ -129,7 +129,7 @@ async def publish(session: Session, uri: str, delay: float = 0.0, lenses: bool =
     """A document settled: publish its diagnostics (unless it changed meanwhile)."""
     if uri not in session.open_uris():
         return
-    snap = session.snapshot(uri)
+    snap = await session.snapshot_at(uri)
     found = await session.run_query(compute, snap)
     current = session.open_document(uri)
     if current is None or current.version != snap.document.version:

@@ -129,7 +129,7 @@ def _view(related: Related, count: int, scope: str | None, now: datetime) -> Hov
 
 @contained(name="hover")
 async def hover(session: Session, cache: HoverCache, params: lsp.HoverParams) -> lsp.Hover | None:
-    snap = session.snapshot(params.text_document.uri)
+    snap = await session.snapshot_at(params.text_document.uri)
     position = (params.position.line, params.position.character)
     # Two steps, each off the loop; a cancelled (superseded) hover stops between them.
     prepared = await session.run_query(prepare, snap, position)

@@ -43,7 +43,7 @@ def compute(snap: Snapshot) -> list[lsp.DocumentLink]:
 
 @contained(list, name="documentLink")
 async def document_link(session: Session, params: lsp.DocumentLinkParams) -> list[lsp.DocumentLink]:
-    return await session.run_query(compute, session.snapshot(params.text_document.uri))
+    return await session.run_query(compute, await session.snapshot_at(params.text_document.uri))
 
 
 def register(session: Session, pools: object) -> None:

@@ -12,6 +12,7 @@
 //   CHROMIUM      browser binary (default /usr/bin/chromium)
 //   SCENARIO      "tour" (default: every feature with a server at hand) or "install" (no server: the
 //                 extension's not-installed message, its install offer accepted, then a code lens)
+//                 or "pipe" (soma.server.pipe names a server already listening: a code lens)
 const { chromium } = require('playwright-core');
 const fs = require('fs');
 const os = require('os');
@@ -322,7 +323,10 @@ async function visibleLenses(page) {
     });
 
     if (SCENARIO === 'install') await installOffer(page);
-    else {
+    else if (SCENARIO === 'pipe') {
+      await step('open_file', () => openFile(page));
+      await step('code_lens', () => visibleLenses(page));
+    } else {
       await step('open_file', () => openFile(page));
       await tour(page);
     }

@@ -11,6 +11,9 @@ M.name = 'soma'
 M.defaults = {
   --- Command that starts the server (stdio).
   cmd = { 'soma-lsp' },
+  --- Path of the Unix socket of a server already started with `soma-lsp serve --pipe PATH`: connect
+  --- to it (|vim.lsp.rpc.connect()|) instead of starting `cmd`. Owner-only, unlike `serve --tcp`.
+  pipe = nil,
   --- The `soma` settings section (pool, weights, halfLifeDays, hover, codeLens, deadEnds, snapshot).
   --- Sent as `initializationOptions` and as the answer to `workspace/configuration` section `soma`.
   settings = {},
@@ -340,7 +343,7 @@ function M.lsp_config(opts)
     workspace = { codeLens = { refreshSupport = opts.codelens and true or false } },
   }, opts.capabilities or {})
   return {
-    cmd = opts.cmd,
+    cmd = opts.pipe and vim.lsp.rpc.connect(opts.pipe) or opts.cmd,
     filetypes = opts.filetypes,
     root_markers = opts.root_markers,
     init_options = settings,
