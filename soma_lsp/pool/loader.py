@@ -1,4 +1,4 @@
-"""Reading one pool file into records and problems (SPEC 1.1, 1.4).
+"""Reading one pool file into records and problems (docs/spec.md §1.1, §1.4).
 
 `load_file(path)` never raises: whatever is wrong with the file or with one of its records becomes a
 `Problem`, and every valid record around it still loads. Decoding is as fast as the formats allow:
@@ -299,7 +299,7 @@ def _not_a_record(out: FileLoad, value: Any, line: int, what: str) -> None:
 # -- JSON ----------------------------------------------------------------------------------------
 
 def _decode_json(data: bytes | str) -> Any:
-    """orjson, falling back to the stdlib for what orjson refuses but SPEC 1.2 allows (NaN, Infinity)."""
+    """orjson, falling back to the stdlib for what orjson refuses but spec §1.2 allows (NaN, Infinity)."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as error:

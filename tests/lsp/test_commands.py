@@ -160,7 +160,7 @@ async def test_commands_asked_before_the_first_load_answer_from_the_pool(start_s
 
 async def test_find_related_caps_record_text_and_removes_control_characters(start_session, workspace):
     """findRelated returned record text uncapped (a 1 MB headline) and unsanitised (issue 23 #10):
-    each text field is one line of at most 300 characters (SPEC 2.8), the shape kept."""
+    each text field is one line of at most 300 characters (spec §2.8), the shape kept."""
     hostile = "zanzibar\x1b]0;title\x07 \u202eevil\u202c\ttab\nline\x00nul "
     record = {"id": "exp-hostile-text", "name": hostile * 40, "status": "failed",
               "conclusion": "zanzibar " + "h" * 1_000_000, "url": "https://x.example/" + "u" * 10_000}

@@ -1,6 +1,6 @@
-"""`workspace/executeCommand`: each command takes one argument object (SPEC 4, docs/architecture.md).
+"""`workspace/executeCommand`: each command takes one argument object (docs/spec.md §4, docs/architecture.md).
 
-* `soma.findRelatedExperiments` `{uri, position?, range?, text?, limit?}` → SPEC 2.8 results, tied
+* `soma.findRelatedExperiments` `{uri, position?, range?, text?, limit?}` → spec §2.8 results, tied
   first (`"tied": true`), then the gated ranking. Scope: `range` (a selection), else the definition
   enclosing `position`, else the whole file; `text` replaces the query text (alone, it ranks that
   text: no document, no ties). `limit` defaults to 20; 0 means all (up to `related.COUNT_CAP`).

@@ -1,4 +1,4 @@
-"""Hover: the experiments that bear on the definition under the cursor (SPEC 3-4).
+"""Hover: the experiments that bear on the definition under the cursor (docs/spec.md §3-4).
 
 document → query (`scope="hover"`: the enclosing definition + the word) → core (ties first, then the
 gated ranking, `hover.count` in all) → view (`hover_view`: Markdown, or plain text for clients without
