@@ -67,3 +67,11 @@ def test_query_that_finds_nothing_names_where_it_looked(tmp_path):
     result = soma("query", "anything", "--no-snapshot", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"No experiments in a pool of 0 (read from {tmp_path.resolve() / '.soma' / 'pool'})."
+
+
+def test_explain_with_an_empty_pool_names_where_it_looked(tmp_path):
+    (tmp_path / "m.py").write_text("def f(x):\n    return x\n")
+    result = soma("explain", "m.py:1", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.rstrip().endswith(
+        f"(no experiments in the pool: read from {tmp_path.resolve() / '.soma' / 'pool'})")

@@ -124,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
         start = diagnostic.range.start
         out.write(f"  {shown}:{start.line + 1}:{start.character + 1}: {severity}: {diagnostic.message}"
                   f" [{diagnostic.code}]\n")
+    if not len(index):  # nothing could relate: say where the pool was looked for
+        out.write(f"(no experiments in the pool: read from {', '.join(pool.sources) or 'no pool'})\n")
     print_safe(out.getvalue().removesuffix("\n"))
     return 0
 

@@ -323,6 +323,9 @@ def test_vscode_extension_end_to_end() -> None:
     hover = value("hover")
     assert EXPECTED_ID in hover and EXPECTED_NAME in hover, hover
     assert "lexical" in hover, f"no component breakdown in the hover: {hover!r}"
+    # rendered by VS Code itself: names and headlines as written, the tie and the dead end explained
+    assert "\\" not in hover and "theta 500k diverges at 2k steps" in hover, hover
+    assert "⚓ tied to this code" in hover and "dead end: status failed" in hover, hover
     assert (ARTIFACTS / "hover.png").is_file()
 
     clicked = value("lens_click")
