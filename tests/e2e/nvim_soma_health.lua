@@ -19,8 +19,4 @@ local ok, err = pcall(function()
   vim.cmd('SomaReload')
   R.no_client = vim.tbl_map(function(n) return n.msg end, R.notifications)
 end)
-R.ok, R.error = ok, not ok and tostring(err) or nil
-vim.fn.writefile({ vim.json.encode(R) }, out_path)
-for _, c in ipairs(vim.lsp.get_clients()) do c:stop() end
-vim.wait(3000, function() return #vim.lsp.get_clients() == 0 end, 20)
-os.exit(0)
+dofile(vim.fs.joinpath(vim.fs.dirname(arg[0]), 'nvim_finish.lua'))(R, ok, err, out_path)

@@ -28,8 +28,4 @@ local ok, err = pcall(function()
     return #vim.lsp.get_clients({ name = 'soma', bufnr = vim.api.nvim_get_current_buf() }) > 0
   end, 50)
 end)
-R.ok, R.error = ok, not ok and tostring(err) or nil
-vim.fn.writefile({ vim.json.encode(R) }, out_path)
-for _, c in ipairs(vim.lsp.get_clients()) do c:stop() end
-vim.wait(3000, function() return #vim.lsp.get_clients() == 0 end, 20)
-os.exit(0)
+dofile(vim.fs.joinpath(vim.fs.dirname(arg[0]), 'nvim_finish.lua'))(R, ok, err, out_path)
