@@ -80,47 +80,77 @@ def focus_order(ranked: Sequence[ScoredRecord], focus: Sequence[str]) -> list[Sc
 @dataclass
 class _Table:
     """What the tiers read of every record, built once per index version: knob → [(record id,
-    canonical value, as written)], name stem → record ids, and each record's lower-cased prose."""
+    canonical value, as written)], name stem → record ids, each record's place, its lower-cased
+    name, and who names whom — `mentions`: a word of a record's prose (a run's name or id written in
+    it, "re-run of rope-theta-1m") → the records whose prose holds it — so a sibling look-up costs
+    the anchors' words, not a scan of the pool."""
 
     knobs: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
     stems: dict[str, list[str]] = field(default_factory=dict)
-    prose: dict[str, str] = field(default_factory=dict)
-    names: dict[str, str] = field(default_factory=dict)  # id → lower-cased name
+    mentions: dict[str, list[str]] = field(default_factory=dict)
+    words: dict[str, set[str]] = field(default_factory=dict)  # id → the words of its prose
+    by_name: dict[str, list[str]] = field(default_factory=dict)  # lower-cased name or id → record ids
     order: dict[str, int] = field(default_factory=dict)  # id → place in the index's record order
 
 
+_WORD = re.compile(r"[^\s,;:()\[\]{}\"'`]+")
 _tables: dict[tuple[int, int], _Table] = {}
+_building: set[tuple[int, int]] = set()
 _lock = threading.Lock()
 
 
-def _table(index: LiveIndex) -> _Table:
+#: Up to this many records the table is built on the spot (≈ 0.1 s at 10k); a larger pool's is built
+#: in the background (every record read once: seconds at 100k), so a hover never waits for it — the
+#: tiers do not apply to the hovers asked meanwhile (measured: docs/benchmarks.md § LSP).
+BUILD_HERE = 20_000
+
+
+def _table(index: LiveIndex) -> _Table | None:
+    """The table of this index version, or None while a large pool's is being built."""
     key = (id(index), index.version)
     with _lock:
         table = _tables.get(key)
-    if table is not None:
-        return table
+        if table is not None or key in _building:
+            return table
+        _building.add(key)
+    if len(index) <= BUILD_HERE:
+        return _build(index, key)
+    threading.Thread(target=_build, args=(index, key), name="soma-evidence", daemon=True).start()
+    return None
+
+
+def _build(index: LiveIndex, key: tuple[int, int]) -> _Table:
     table = _Table()
-    for place, record in enumerate(index.records()):
-        table.order[record.id] = place
-        table.names[record.id] = record.name.lower()
-        text = " ".join(filter(None, (record.name, record.headline, record.notes, record.details)))
-        for knob, setting in knob_settings(text).items():
-            table.knobs.setdefault(knob.rsplit(".", 1)[-1], []).append((record.id, setting.value, setting.text))
-        stem = name_stem(record.name)
-        if stem:
-            table.stems.setdefault(stem, []).append(record.id)
-        table.prose[record.id] = " ".join(filter(None, (record.headline, record.notes, record.details))).lower()
-    with _lock:
-        _tables.clear()  # one index at a time is asked; an old version is never asked again
-        _tables[key] = table
+    try:
+        for place, record in enumerate(index.records()):
+            table.order[record.id] = place
+            for name in {record.name.lower(), record.id.lower()}:
+                table.by_name.setdefault(name, []).append(record.id)
+            text = " ".join(filter(None, (record.name, record.headline, record.notes, record.details)))
+            for knob, setting in knob_settings(text).items():
+                table.knobs.setdefault(knob.rsplit(".", 1)[-1], []).append((record.id, setting.value, setting.text))
+            stem = name_stem(record.name)
+            if stem:
+                table.stems.setdefault(stem, []).append(record.id)
+            prose = " ".join(filter(None, (record.headline, record.notes, record.details))).lower()
+            words = {w.rstrip(".!?") for w in _WORD.findall(prose)}
+            table.words[record.id] = words
+            for word in words:
+                table.mentions.setdefault(word, []).append(record.id)
+    finally:
+        with _lock:
+            _building.discard(key)
+            _tables.clear()  # one index at a time is asked; an old version is never asked again
+            _tables[key] = table
     return table
 
 
 def knob_tier(index: LiveIndex, settings: Sequence[tuple[str, str, str]]) -> list[tuple[str, str]]:
     """(record id, label) of the records setting a knob of the cursor's line: same value first."""
-    if not settings:
+    table = _table(index)
+    if not settings or table is None:
         return []
-    knobs = _table(index).knobs
+    knobs = table.knobs
     same, other = [], []
     for knob, value, written in settings:
         for record_id, their_value, their_text in knobs.get(knob, ()):
@@ -152,15 +182,16 @@ def siblings_of(index: LiveIndex, anchors: Iterable[Record], exclude: set[str]) 
     """(record id, label) of the records of the same experiment as an anchor, anchors in order:
     the same name stem, or prose naming the other's name or id ("re-run of rope-theta-1m")."""
     table = _table(index)
+    if table is None:
+        return []
     out: dict[str, str] = {}
     for anchor in anchors:
-        own = table.prose.get(anchor.id, "")
-        names = (anchor.name.lower(), anchor.id.lower())
         found = set(table.stems.get(name_stem(anchor.name), ()))
-        found.update(i for i, text in table.prose.items() if any(n in text for n in names))
-        if own:
-            found.update(i for i, name in table.names.items() if name in own or i.lower() in own)
-        for record_id in sorted(found, key=table.order.__getitem__):
+        for name in (anchor.name.lower(), anchor.id.lower()):
+            found.update(table.mentions.get(name, ()))  # records naming the anchor
+        for word in table.words.get(anchor.id, ()):
+            found.update(table.by_name.get(word, ()))  # records the anchor names
+        for record_id in sorted(found, key=lambda i: table.order.get(i, len(table.order))):
             if record_id not in exclude and record_id not in out and record_id != anchor.id:
                 out[record_id] = f"sibling of {anchor.id}"
     return list(out.items())
