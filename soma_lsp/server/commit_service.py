@@ -19,13 +19,13 @@ import asyncio
 import hashlib
 import logging
 import os
-import stat
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from ..knobs import knob_settings
 from ..pool.commit_ties import CommitCache, CommitRun, CommitTie, CommitTieMap, commit_ties
 from ..pool.gitrepo import GitError, GitRepo
+from ..pool.loader import NotRegularFile, open_regular, read_bounded
 from ..pool.snapshot import cache_directory
 from ..records import Record, Status
 from ..retrieval import is_dead_end
@@ -55,12 +55,11 @@ def _patch(path: str | None) -> bytes | None:
     """A run's patch file, when it is a regular file of at most MAX_PATCH_BYTES (else None)."""
     if not path:
         return None
-    try:  # O_NONBLOCK: a FIFO in a run folder must not wait for a writer
-        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                return None
-            data = f.read(MAX_PATCH_BYTES + 1)
-    except OSError:
+    try:  # a FIFO in a run folder must not make git ties wait for a writer
+        f, status = open_regular(path)
+        with f:
+            data = read_bounded(f, status.st_size, MAX_PATCH_BYTES)
+    except (OSError, NotRegularFile):
         return None
     return data if len(data) <= MAX_PATCH_BYTES else None
 
