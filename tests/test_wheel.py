@@ -91,12 +91,37 @@ def test_installed_wheel_runs_the_demo_with_no_repository_around(wheel, tmp_path
                                 "--quiet", str(wheel)], capture_output=True, text=True, env=env, timeout=300)
     assert installed.returncode == 0, installed.stderr  # also: every declared dependency was found
 
-    elsewhere = tmp_path / "elsewhere"
+    _assert_the_demo_runs_from_elsewhere(env_dir / "bin", tmp_path / "elsewhere", env)
+
+
+def test_pipx_installs_the_wheel_into_an_environment_of_its_own(wheel, tmp_path):
+    """What the README tells a user to run: `pipx install` of the wheel (its dependencies resolved from the
+    package index as on a user's machine), then the `soma-lsp` it puts on PATH, from a folder with no
+    repository around it."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SOMA_POOL", "VIRTUAL_ENV")}
+    env.update(PIPX_HOME=str(tmp_path / "pipx"), PIPX_BIN_DIR=str(tmp_path / "bin"),
+               PIPX_MAN_DIR=str(tmp_path / "man"))
+    installed = subprocess.run([sys.executable, "-m", "pipx", "install", str(wheel)], capture_output=True,
+                               text=True, env=env, timeout=900, stdin=subprocess.DEVNULL)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    assert "installed package soma-lsp 0.1.0" in installed.stdout
+    venv_bin = tmp_path / "pipx" / "venvs" / "soma-lsp" / "bin"
+    assert (tmp_path / "bin" / "soma-lsp").resolve() == (venv_bin / "soma-lsp").resolve()
+    _assert_the_demo_runs_from_elsewhere(venv_bin, tmp_path / "elsewhere", env, launcher=tmp_path / "bin" / "soma-lsp")
+
+
+def _assert_the_demo_runs_from_elsewhere(env_bin: Path, elsewhere: Path, env: dict[str, str],
+                                         launcher: Path | None = None) -> None:
+    """The environment's own copy of soma_lsp is the one imported, and its `soma-lsp demo` runs on the
+    workspace the wheel carries."""
     elsewhere.mkdir()
-    soma = env_dir / "bin" / "soma-lsp"
+    python = env_bin / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                             capture_output=True, text=True, check=True).stdout.strip()
     where = subprocess.run([str(python), "-c", "import soma_lsp; print(soma_lsp.__file__)"], cwd=elsewhere,
                            env=env, capture_output=True, text=True)
     assert where.stdout.startswith(purelib), where  # the installed copy, not this checkout
+    soma = launcher or env_bin / "soma-lsp"
     demo = subprocess.run([str(soma), "demo"], cwd=elsewhere, env=env, capture_output=True, text=True,
                           timeout=300, stdin=subprocess.DEVNULL)
     assert demo.returncode == 0, demo.stderr
