@@ -26,9 +26,12 @@ from __future__ import annotations
 import math
 import re
 import threading
+import weakref
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from .. import foreground
+from ..gcpause import collector_paused
 from ..knobs import knob_settings
 from ..records import Record
 from ..retrieval import LiveIndex, ScoredRecord
@@ -75,73 +78,147 @@ def focus_order(ranked: Sequence[ScoredRecord], focus: Sequence[str]) -> list[Sc
     return sorted(ranked, key=key)
 
 
-# -- knobs ---------------------------------------------------------------------------------------------
-
-@dataclass
-class _Table:
-    """What the tiers read of every record, built once per index version: knob → [(record id,
-    canonical value, as written)], name stem → record ids, each record's place, its lower-cased
-    name, and who names whom — `mentions`: a word of a record's prose (a run's name or id written in
-    it, "re-run of rope-theta-1m") → the records whose prose holds it — so a sibling look-up costs
-    the anchors' words, not a scan of the pool."""
-
-    knobs: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
-    stems: dict[str, list[str]] = field(default_factory=dict)
-    mentions: dict[str, list[str]] = field(default_factory=dict)
-    words: dict[str, set[str]] = field(default_factory=dict)  # id → the words of its prose
-    by_name: dict[str, list[str]] = field(default_factory=dict)  # lower-cased name or id → record ids
-    order: dict[str, int] = field(default_factory=dict)  # id → place in the index's record order
-
+# -- the table the tiers read -------------------------------------------------------------------------
 
 _WORD = re.compile(r"[^\s,;:()\[\]{}\"'`]+")
-_tables: dict[tuple[int, int], _Table] = {}
-_building: set[tuple[int, int]] = set()
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """What the table filed of one record (so it can be taken out again without the record)."""
+
+    names: tuple[str, ...]  # its lower-cased name and id
+    stem: str
+    knobs: tuple[tuple[str, tuple[str, str, str]], ...]  # (knob, (id, canonical value, as written))
+    words: frozenset[str]  # the words of its prose
+
+
+def _entry(record: Record) -> _Entry:
+    text = " ".join(filter(None, (record.name, record.headline, record.notes, record.details)))
+    knobs = tuple((knob.rsplit(".", 1)[-1], (record.id, setting.value, setting.text))
+                  for knob, setting in knob_settings(text).items())
+    return _Entry(tuple({record.name.lower(), record.id.lower()}), name_stem(record.name), knobs,
+                  _prose_words(record))
+
+
+def _prose_words(record: Record) -> frozenset[str]:
+    prose = " ".join(filter(None, (record.headline, record.notes, record.details))).lower()
+    return frozenset(w.rstrip(".!?") for w in _WORD.findall(prose))
+
+
+class _Table:
+    """What the tiers read of every record of one index: knob → {(record id, canonical value, as
+    written)}, name stem → record ids, lower-cased name or id → record ids, and who names whom —
+    `mentions`: a word of a record's prose (a run's name or id written in it, "re-run of
+    rope-theta-1m") → the records whose prose holds it — so a look-up costs the anchors' words, not a
+    scan of the pool. Sets, not lists: a pool change files and unfiles its records in place
+    (`follow`); what a look-up returns is put in id order (the index's record order) there."""
+
+    def __init__(self, index: LiveIndex, version: int) -> None:
+        self.index, self.version = weakref.ref(index), version  # (an index swapped out may go)
+        self.entries: dict[str, _Entry] = {}
+        self.knobs: dict[str, set[tuple[str, str, str]]] = {}
+        self.stems: dict[str, set[str]] = {}
+        self.mentions: dict[str, set[str]] = {}
+        self.by_name: dict[str, set[str]] = {}
+
+    def add(self, record: Record) -> None:
+        entry = self.entries[record.id] = _entry(record)
+        for knob, row in entry.knobs:
+            self.knobs.setdefault(knob, set()).add(row)
+        if entry.stem:
+            self.stems.setdefault(entry.stem, set()).add(record.id)
+        for name in entry.names:
+            self.by_name.setdefault(name, set()).add(record.id)
+        for word in entry.words:
+            self.mentions.setdefault(word, set()).add(record.id)
+
+    def discard(self, record_id: str) -> None:
+        entry = self.entries.pop(record_id, None)
+        if entry is None:
+            return
+        for knob, row in entry.knobs:
+            _unfile(self.knobs, knob, row)
+        if entry.stem:
+            _unfile(self.stems, entry.stem, record_id)
+        for name in entry.names:
+            _unfile(self.by_name, name, record_id)
+        for word in entry.words:
+            _unfile(self.mentions, word, record_id)
+
+    def follow(self, changed: Iterable[str], version: int) -> None:
+        """File again the records these ids name now (added, replaced or gone)."""
+        index = self.index()
+        for record_id in changed:
+            self.discard(record_id)
+            record = index.get(record_id)
+            if record is not None:
+                self.add(record)
+        self.version = version
+
+
+def _unfile(table: dict[str, set], key: str, value: object) -> None:
+    values = table.get(key)
+    if values is not None:
+        values.discard(value)
+        if not values:
+            del table[key]
+
+
+_table_now: _Table | None = None  # the table of the index asked last (one index at a time is asked)
+_building: int | None = None  # id() of the index whose table is being built
 _lock = threading.Lock()
 
-
 #: Up to this many records the table is built on the spot (≈ 0.1 s at 10k); a larger pool's is built
-#: in the background (every record read once: seconds at 100k), so a hover never waits for it — the
-#: tiers do not apply to the hovers asked meanwhile (measured: docs/benchmarks.md § LSP).
+#: in the background (every record read once: seconds at 100k, stepping aside for requests:
+#: `foreground`), so a hover never waits for it — the tiers do not apply to the hovers asked
+#: meanwhile (measured: docs/benchmarks.md § LSP). Once built, a table follows the index's changes
+#: (`LiveIndex.changed_since`) on the spot when they are at most `FOLLOW_HERE` records, else is built
+#: again the same way.
 BUILD_HERE = 20_000
+FOLLOW_HERE = 2_000
 
 
 def _table(index: LiveIndex) -> _Table | None:
-    """The table of this index version, or None while a large pool's is being built."""
-    key = (id(index), index.version)
+    """The table of this index as it stands, or None while a large pool's is being built."""
+    global _building
     with _lock:
-        table = _tables.get(key)
-        if table is not None or key in _building:
-            return table
-        _building.add(key)
+        version = index.version  # read first: what changes meanwhile is filed next time
+        table = _table_now
+        if table is not None and table.index() is index:
+            if table.version == version:
+                return table
+            changed = index.changed_since(table.version, FOLLOW_HERE)
+            if changed is not None:
+                table.follow(changed, version)
+                return table
+        if _building == id(index):
+            return None  # (one build at a time; the changes meanwhile are followed once it is done)
+        _building = id(index)
     if len(index) <= BUILD_HERE:
-        return _build(index, key)
-    threading.Thread(target=_build, args=(index, key), name="soma-evidence", daemon=True).start()
+        return _build(index, version)
+    threading.Thread(target=_build, args=(index, version), name="soma-evidence", daemon=True).start()
     return None
 
 
-def _build(index: LiveIndex, key: tuple[int, int]) -> _Table:
-    table = _Table()
+def _build(index: LiveIndex, version: int) -> _Table:
+    """Every record filed into a new table (its survivors frozen out of the collector's generations:
+    the first full collection after it would otherwise walk them all during a hover)."""
+    global _table_now, _building
+    table = _Table(index, version)
     try:
-        for place, record in enumerate(index.records()):
-            table.order[record.id] = place
-            for name in {record.name.lower(), record.id.lower()}:
-                table.by_name.setdefault(name, []).append(record.id)
-            text = " ".join(filter(None, (record.name, record.headline, record.notes, record.details)))
-            for knob, setting in knob_settings(text).items():
-                table.knobs.setdefault(knob.rsplit(".", 1)[-1], []).append((record.id, setting.value, setting.text))
-            stem = name_stem(record.name)
-            if stem:
-                table.stems.setdefault(stem, []).append(record.id)
-            prose = " ".join(filter(None, (record.headline, record.notes, record.details))).lower()
-            words = {w.rstrip(".!?") for w in _WORD.findall(prose)}
-            table.words[record.id] = words
-            for word in words:
-                table.mentions.setdefault(word, []).append(record.id)
+        with collector_paused():
+            for n, record_id in enumerate(index.ids()):
+                if n % 256 == 0:
+                    foreground.pause()
+                record = index.get(record_id)
+                if record is not None:
+                    table.add(record)
     finally:
         with _lock:
-            _building.discard(key)
-            _tables.clear()  # one index at a time is asked; an old version is never asked again
-            _tables[key] = table
+            if _building == id(index):
+                _building = None
+            _table_now = table  # (a change meanwhile is followed at the next look-up)
     return table
 
 
@@ -150,10 +227,11 @@ def knob_tier(index: LiveIndex, settings: Sequence[tuple[str, str, str]]) -> lis
     table = _table(index)
     if not settings or table is None:
         return []
-    knobs = table.knobs
+    with _lock:
+        rows = [(knob, value, written, sorted(table.knobs.get(knob, ()))) for knob, value, written in settings]
     same, other = [], []
-    for knob, value, written in settings:
-        for record_id, their_value, their_text in knobs.get(knob, ()):
+    for knob, value, written, theirs in rows:
+        for record_id, their_value, their_text in theirs:
             if their_value == value:
                 same.append((record_id, f"same setting: {knob} = {their_text}"))
             else:
@@ -186,12 +264,14 @@ def siblings_of(index: LiveIndex, anchors: Iterable[Record], exclude: set[str]) 
         return []
     out: dict[str, str] = {}
     for anchor in anchors:
-        found = set(table.stems.get(name_stem(anchor.name), ()))
-        for name in (anchor.name.lower(), anchor.id.lower()):
-            found.update(table.mentions.get(name, ()))  # records naming the anchor
-        for word in table.words.get(anchor.id, ()):
-            found.update(table.by_name.get(word, ()))  # records the anchor names
-        for record_id in sorted(found, key=lambda i: table.order.get(i, len(table.order))):
+        words = _prose_words(anchor)
+        with _lock:
+            found = set(table.stems.get(name_stem(anchor.name), ()))
+            for name in (anchor.name.lower(), anchor.id.lower()):
+                found.update(table.mentions.get(name, ()))  # records naming the anchor
+            for word in words:
+                found.update(table.by_name.get(word, ()))  # records the anchor names
+        for record_id in sorted(found):  # (the index's record order)
             if record_id not in exclude and record_id not in out and record_id != anchor.id:
                 out[record_id] = f"sibling of {anchor.id}"
     return list(out.items())
