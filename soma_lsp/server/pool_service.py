@@ -202,9 +202,11 @@ class PoolService:
         self.session.spawn(later())
 
     def _refresh(self) -> None:
-        self._last_refresh = self.session.loop.time()
-        self.send_status()
+        """Open documents first (their warnings are computed off the loop), the status while they are."""
+        loop = self.session.loop
+        self._last_refresh = loop.time()
         self.session.refresh_documents()
+        loop.call_soon(self.send_status)
 
     async def apply_paths(self, paths: Iterable[str]) -> None:
         """Changed paths reported by the client's watcher: into the pool (and one being loaded)."""
