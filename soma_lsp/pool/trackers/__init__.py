@@ -27,7 +27,7 @@ from .source import TrackerError, TrackerSource
 from .wandb_dir import WandbFolder, is_folder
 
 __all__ = ["FileStore", "SqliteStore", "TrackerError", "TrackerSource", "TrackingServer", "WandbFolder",
-           "is_uri", "resolve_uri", "source_for", "split_entries"]
+           "is_tracker_folder", "is_uri", "resolve_uri", "source_for", "split_entries"]
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 _PORT = re.compile(r"\d+(/.*)?")
@@ -71,6 +71,11 @@ def resolve_uri(entry: str, folders: Iterable[os.PathLike | str]) -> list[str]:
     if os.path.isabs(path):
         return ["sqlite:///" + os.path.realpath(path)]
     return list(dict.fromkeys("sqlite:///" + os.path.realpath(os.path.join(os.fspath(f), path)) for f in folders))
+
+
+def is_tracker_folder(path: str) -> bool:
+    """A folder laid out as an MLflow file store (`mlruns/`) or a W&B folder (`wandb/`)."""
+    return is_store(path) or is_folder(path)
 
 
 def source_for(entry: str, environ: Mapping[str, str] | None = None) -> TrackerSource | None:
