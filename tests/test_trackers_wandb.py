@@ -7,6 +7,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +18,7 @@ from soma_lsp.pool.trackers import WandbFolder, wandb_log
 from soma_lsp.pool.trackers.wandb_dir import app_url
 from soma_lsp.pool.trackers.follow import TrackerFollower
 from soma_lsp.records import Status
-from trackers_support import pool_of, tracker_home, wait_for, worker  # noqa: F401
+from trackers_support import pool_of, tracker_env, tracker_home, wait_for, worker  # noqa: F401
 
 
 def offline_run(worker, root: Path, name: str, **arguments) -> tuple[str, Path]:
@@ -151,3 +154,35 @@ def test_the_run_page_address_is_derived_from_the_folders_settings_as_wandb_does
         assert app_url(str(tmp_path)) == app
     (tmp_path / "settings").write_text("not ini at all [")
     assert app_url(str(tmp_path)) == "https://wandb.ai"
+
+
+LIVE_RUN = """
+import sys, time, wandb
+run = wandb.init(project="soma", name="killed", notes="killed mid-run", dir=sys.argv[1], mode="offline")
+run.log({"val_loss": 3.0})
+print(run.id, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_run_killed_without_an_exit_record_is_crashed_once_its_log_is_still(tracker_home, tmp_path):
+    """A real run process killed with SIGKILL (the job and wandb's own service process, as a scheduler
+    or the OOM killer does) leaves no exit record: running while its log is fresh, crashed once the log
+    has been still for `still_seconds` — found by the follower's periodic full scan, with no event."""
+    process = subprocess.Popen([sys.executable, "-c", LIVE_RUN, str(tmp_path)], env=tracker_env(tracker_home),
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    try:
+        run = process.stdout.readline().strip()
+        assert run, "the run process did not start"
+        pool = pool_of(tmp_path / "wandb")
+        wait_for(lambda: pool.sync_tracker(pool.trackers[0]) is None and pool.get(run) is not None
+                 and pool.get(run).headline == "killed mid-run", "the live run's run record")
+        assert pool.get(run).status is Status.RUNNING
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    (source,) = pool.trackers
+    source.still_seconds, source.rescan_seconds = 2.0, 0.2  # (instead of 5 minutes and 60 s)
+    with TrackerFollower(pool):
+        wait_for(lambda: pool.get(run).status is Status.CRASHED, "the killed run marked crashed")
+    assert pool.get(run).headline == "killed mid-run"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import configparser
 import json
 import os
+import time
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Any
@@ -33,6 +34,7 @@ PREFIXES = ("run-", "offline-run-")
 FILES = ("files/config.yaml", "files/wandb-summary.json", "files/wandb-metadata.json")
 SETTINGS = "settings"  # the folder's own W&B settings (`[default] base_url = …`)
 CLOUD = "https://api.wandb.ai"
+STILL_SECONDS = 300.0  # a log without an exit record unchanged this long: the run crashed
 
 
 def is_folder(path: str) -> bool:
@@ -46,6 +48,11 @@ def is_folder(path: str) -> bool:
 
 class WandbFolder(FolderSource):
     kind = "W&B run folder"
+    rescan_seconds = 60.0
+
+    def __init__(self, path: str, *, still_seconds: float = STILL_SECONDS) -> None:
+        super().__init__(path)
+        self.still_seconds = still_seconds
 
     def scan(self, hint: Iterable[str] | None = None) -> Scan:
         if hint is None:
@@ -69,11 +76,14 @@ class WandbFolder(FolderSource):
             files = {rel: stat_of(os.path.join(run_dir, rel)) for rel in (*FILES, _log_name(name))}
             if not any(files.values()):
                 continue  # not written yet
-            stamp = fingerprint(sorted(files.items()), settings)
-            found[run_dir] = (stamp, lambda run_dir=run_dir, name=name, stamp=stamp: self._load(run_dir, name, stamp, app))
+            log = files[_log_name(name)]
+            still = log is not None and time.time_ns() - log[1] >= self.still_seconds * 1e9
+            stamp = fingerprint(sorted(files.items()), settings, still)  # (going still changes the status)
+            found[run_dir] = (stamp, lambda run_dir=run_dir, name=name, stamp=stamp, still=still:
+                              self._load(run_dir, name, stamp, app, still))
         return Scan(found, covers)
 
-    def _load(self, run_dir: str, name: str, stamp, app: str) -> FileLoad:
+    def _load(self, run_dir: str, name: str, stamp, app: str, still: bool) -> FileLoad:
         run_id = name.rsplit("-", 1)[-1]
         problems: list[Problem] = []
         log = wandb_log.RunLog()
@@ -96,7 +106,7 @@ class WandbFolder(FolderSource):
         if log.exit_code is not None:
             status = "finished" if log.exit_code == 0 else "failed"
         elif os.path.isfile(log_path):
-            status = "running"
+            status = "crashed" if still else "running"
         started = _started(metadata.get("startedAt"))
         project = log.project or "?"
         online = name.startswith("run-") and log.entity and log.project
