@@ -21,6 +21,9 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   that record first after the ties, labelled "same setting"; the same knob at another value follows.
 * `siblings` — records of the same experiment as a tied or top record (same name stem, "re-run of"
   its name) follow it.
+* `dead_ends` — a dead end does not age: the gate and the order read a dead end's score with the
+  recency it lost given back (`soma_lsp.server.standing`), so a year-old dead end that matches
+  as well as last week's run is shown beside it.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ class Levers:
     aliases: bool = False  # measured, not kept (see above)
     knob: bool = True
     siblings: bool = True
+    dead_ends: bool = True
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
