@@ -37,8 +37,10 @@ from ..retrieval import LiveIndex, ScoredRecord
 #: units of the idf of a word only one record holds — so the bar means the same in a pool of 20
 #: records as in one of 20 000 (about 6.0 in the judged set's pools of ~60).
 MIN_STRENGTH = 1.6
-#: How far a full match of the cursor's line moves a record up (lever `cursor`), in score units.
-FOCUS_BONUS = 0.20
+#: How far a full match of the cursor's line moves a record up (lever `cursor`), in score units: at
+#: 0.8 a record matching most of the line comes before one that only matches the rest of the scope
+#: (tuned on the judged set's tune probes: 0.2 → 0.8 moved R@3 0.758 → 0.803; 1.0 and 1.5 no better).
+FOCUS_BONUS = 0.80
 
 
 def strength(scored: ScoredRecord, idf: dict[str, float], aliases: Sequence[Sequence[str]] = ()) -> float:
