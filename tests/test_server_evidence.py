@@ -129,3 +129,14 @@ def test_the_runs_about_a_knob_come_before_a_passing_mention_each_with_its_sweep
     labels = dict(related.labels)
     assert labels["lr-base"] == "same setting: lr = 3e-4" and labels["post-ln"] == "same setting: lr = 3e-4"
     assert labels["lr-high"].startswith("same knob: lr = 1e-3")
+
+
+def test_the_word_under_the_cursor_is_evidence_enough_when_asked_not_in_a_hover():
+    idx = index()
+    ask = query("checkpointing banana")  # only r5 holds "checkpointing": one matched term
+    assert ids(find_related(idx, ask, (), min_score=0.3, limit=None)) == []
+    pointed = Hints(word=("checkpointing",))
+    assert ids(find_related(idx, ask, (), min_score=0.3, limit=None, hints=pointed)) == ["r5"]
+    assert ids(find_related(idx, ask, (), min_score=0.3, limit=None, hints=pointed, unasked=True)) == []
+    assert ids(find_related(idx, ask, (), min_score=0.3, limit=None, hints=pointed,
+                            levers=replace(ALL_ON, cursor=False))) == []

@@ -78,12 +78,16 @@ class BuiltQuery:
 class Hints:
     """What the server's gate and ordering need of a built query beyond its text (issue-20 levers):
     ``focus`` the terms of the cursor's own line (lever `cursor`; empty for a lens, which is about the
-    whole definition — find-related at a lens's position counts the same records, in another order), ``settings`` the (knob, canonical value, as written) set on that line (lever
-    `knob`), ``aliases`` the alias groups that fired (lever `aliases`: one idea each)."""
+    whole definition — find-related at a lens's position counts the same records, in another
+    order), ``settings`` the (knob, canonical value, as written) set on that line (lever `knob`),
+    ``aliases`` the alias groups that fired (lever `aliases`: one idea each), ``word`` the terms of
+    the word under the cursor (lever `cursor`: a record matching it is evidence enough for
+    find-related)."""
 
     focus: tuple[str, ...] = ()
     settings: tuple[tuple[str, str, str], ...] = ()
     aliases: tuple[tuple[str, ...], ...] = ()
+    word: tuple[str, ...] = ()
 
 
 NO_HINTS = Hints()
@@ -316,7 +320,7 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
     arch = _bag(doc, start, end, whole=basis == "file", cls=cls)
     return BuiltQuery(text, arch, scope_def, word, basis,
                       (index.position(start), index.position(end)), doc.lang, word_range, _ask(text, word),
-                      hints=Hints(focus, _line_settings(doc, pos, levers), groups))
+                      hints=Hints(focus, _line_settings(doc, pos, levers), groups, tuple(tokenize(word)) if word else ()))
 
 
 __all__ = [

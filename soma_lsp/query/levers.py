@@ -11,7 +11,9 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   match strength: the idf of the matched terms (one idea's aliases once) must add up to
   `evidence.MIN_STRENGTH`, since lexical is normalised to 1 for the best match however weak it is.
 * `cursor` — the terms of the cursor's own line reorder a large scope's ranking: a record that
-  matches the line the hover is on comes before one that only matches the rest of the function.
+  matches the line the hover is on comes before one that only matches the rest of the function;
+  and in find-related a record matching the word under the cursor passes the gate's evidence rule
+  with that one term (the word the user points at is no coincidence).
 * `class_bag` — a method's component bag is its class's (`__init__`, `setup`, `build`, `@compact`
   all build the parts `forward`/`__call__`/`call` use), and a class's own name and bases join it.
 * `aliases` — the curated ML vocabulary of `vocabulary.ALIASES` (`freqs_cis` ↔ rotary/RoPE…),

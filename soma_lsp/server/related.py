@@ -120,9 +120,12 @@ def _tie_order(scored: ScoredRecord) -> tuple:
     return (not scored.dead_end, -scored.score, scored.record.id)
 
 
-def has_evidence(scored: ScoredRecord, min_terms: int) -> bool:
+def has_evidence(scored: ScoredRecord, min_terms: int, pointed: Sequence[str] = ()) -> bool:
+    """`min_terms` matched terms or a shared component — or, asked for (find-related, not a hover),
+    a term of the word under the cursor (`pointed`): the word the user points at is no coincidence."""
     parts = scored.components
-    return len(parts.matched_terms) >= min_terms or bool(parts.structural)
+    return (len(parts.matched_terms) >= min_terms or bool(parts.structural)
+            or not set(pointed).isdisjoint(parts.matched_terms))
 
 
 def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], *, min_score: float,
@@ -145,7 +148,8 @@ def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], 
     floor = max(0.0, min_score - max_lift(query.weights)) if levers.dead_ends and min_score > 0 else min_score
     ranked_all = index.rank(_with_limit(query, max(want, read) + len(tied_set)), relevant_only=True,
                             min_score=floor)
-    ranked = [s for s in ranked_all if s.record.id not in tied_set and has_evidence(s, min_terms)
+    pointed = hints.word if levers.cursor and not unasked else ()
+    ranked = [s for s in ranked_all if s.record.id not in tied_set and has_evidence(s, min_terms, pointed)
               and standing(s, levers.dead_ends) >= min_score]
     if levers.dead_ends:
         ranked.sort(key=lambda s: (-standing(s, True), s.record.id))
