@@ -21,7 +21,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 
-from .mlflow_files import FileStore, is_store
+from .mlflow_files import FileStore, is_experiment, is_store
 from .source import TrackerError, TrackerSource
 from .wandb_dir import WandbFolder, is_folder
 
@@ -30,11 +30,12 @@ from .wandb_dir import WandbFolder, is_folder
 _LAZY = {"TrackingServer": ".mlflow_rest", "SqliteStore": ".mlflow_sqlite"}
 
 __all__ = ["FileStore", "SqliteStore", "TrackerError", "TrackerSource", "TrackingServer", "WandbFolder",
-           "is_uri", "resolve_uri", "source_for", "split_entries"]
+           "is_tracker_folder", "is_uri", "layout_of", "resolve_uri", "source_for", "split_entries"]
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 _PORT = re.compile(r"\d+(/.*)?")
 URI_SCHEMES = ("http://", "https://", "sqlite://")
+_WANDB_RUN = re.compile(r"(offline-)?run-\d{8}_\d{6}-\w+")  # W&B's run folders: run-20261205_093000-abc123
 
 
 def __getattr__(name: str):
@@ -80,6 +81,24 @@ def resolve_uri(entry: str, folders: Iterable[os.PathLike | str]) -> list[str]:
     if os.path.isabs(path):
         return ["sqlite:///" + os.path.realpath(path)]
     return list(dict.fromkeys("sqlite:///" + os.path.realpath(os.path.join(os.fspath(f), path)) for f in folders))
+
+
+def is_tracker_folder(path: str) -> bool:
+    """A folder laid out as an MLflow file store (`mlruns/`) or a W&B folder (`wandb/`)."""
+    return is_store(path) or is_folder(path)
+
+
+def layout_of(folder: str, subfolders: Iterable[str]) -> str | None:
+    """What tracker's folder `folder` is, judged from the names of its sub-folders (a listing the
+    caller already has): "a W&B folder" (`run-<date>_<time>-<id>`, `offline-run-…`), "an MLflow
+    file store" (a numbered experiment folder with its `meta.yaml`), else None. Cheap enough for every
+    folder of a pool walk: only numbered sub-folders cost a look inside."""
+    names = list(subfolders)
+    if any(_WANDB_RUN.fullmatch(name) for name in names):
+        return "a W&B folder"
+    if any(name.isdigit() and is_experiment(os.path.join(folder, name)) for name in names):
+        return "an MLflow file store"
+    return None
 
 
 def source_for(entry: str, environ: Mapping[str, str] | None = None) -> TrackerSource | None:
