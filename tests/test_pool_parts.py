@@ -127,3 +127,16 @@ def test_a_re_read_of_a_loaded_file_is_one_update(tmp_path, small_parts, monkeyp
     new = set(seen[0][1])
     assert len(new) > len(old)
     assert all((ids, words) in ((old, {"rotary"}), (new, {"cosine"})) for ids, words in states)
+
+
+def test_a_pool_that_answers_once_loaded_reads_a_big_file_as_one_update(tmp_path, small_parts):
+    """`in_parts=False` (the CLI's: nobody queries while it loads): one commit, the same index."""
+    root = tmp_path / "p"
+    big_file(root / "runs.jsonl", 2_500)
+    index, parted = LiveIndex(), LiveIndex()
+    pool = LivePool([root], index, in_parts=False)
+    seen = loads_seen(pool, index)
+    pool.load()
+    LivePool([root], parted).load()
+    assert len(seen) == 1 and len(seen[0][1]) > 2_300
+    assert ranked(index) == ranked(parted)
