@@ -321,7 +321,8 @@ class LivePool:
         batch_records = 0
         # big .jsonl files read for the first time are counted apart meanwhile (pool.counting)
         apart = counting.start(((p, sizes[p]) for p in paths if p in sizes and p not in gone and p not in self._files),
-                               self._limits["max_json_bytes"]) if sizes and self.index is not None else {}
+                               self._limits["max_json_bytes"], in_parts=self.in_parts) \
+            if sizes and self.index is not None else {}
         counted: dict[str, Callable[[], CountedLines | None]] = {}
 
         def commit_part(path: str, part: FileLoad) -> None:  # a first read's prefix (pool.parts)
