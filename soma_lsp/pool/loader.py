@@ -35,6 +35,7 @@ import yaml
 
 from ..records import Record, RecordError, Source, kind_of, parse_record, record_errors
 from ..stored import RecordList
+from .lines import DIGEST_BYTES, LineDigests
 from .problems import FileProblems, Problem
 
 MiB = 1 << 20
@@ -69,7 +70,7 @@ class FileLoad:
     #: `records`, its line), so that re-reading a file that grew or changed in a few lines reuses the
     #: records of the lines that did not change (the same objects — or, restored from a snapshot, the
     #: same unbuilt positions — so the index is not touched for them).
-    line_records: dict[bytes, tuple[int, int]] | None = field(default=None, repr=False, compare=False)
+    line_records: LineDigests | None = field(default=None, repr=False, compare=False)
 
 
 class Parts(Protocol):
@@ -440,9 +441,10 @@ def _load_jsonl(f, out: FileLoad, max_line: int, progress: Callable[[int], None]
     path = out.path
     reported = read = 0
     part_end = batch.end if batch is not None else -1
-    line_records = out.line_records = {}
-    known_lines = (previous.line_records if previous is not None else None) or {}
-    if known_lines:
+    line_records = out.line_records = LineDigests()
+    known_lines = (previous.line_records if previous is not None else None) or LineDigests()
+    reusing = len(known_lines) > 0
+    if reusing:
         known_items = previous.records
         if isinstance(known_items, RecordList):  # restored: keep unbuilt records unbuilt
             out.records, known_items = RecordList((), known_items.store), known_items.items
@@ -460,11 +462,11 @@ def _load_jsonl(f, out: FileLoad, max_line: int, progress: Callable[[int], None]
             out.problems.append(Problem(path, number, "", f"line longer than {max_line // MiB} MiB; skipped",
                                         "error", "too-large"))
             continue
-        key = digest(line, digest_size=16).digest()
-        known = known_lines.get(key)
+        key = digest(line, digest_size=DIGEST_BYTES).digest()
+        known = known_lines.get(key) if reusing else None
         if known is not None:  # an unchanged line: the same record, at its (possibly new) line
             position, known_line = known
-            line_records[key] = (len(out.records), number)
+            line_records.add(key, len(out.records), number)
             if known_line == number:
                 out.records.append(known_items[position])
                 out.problems.extend(line_problems.get(known_line, ()))
@@ -484,7 +486,7 @@ def _load_jsonl(f, out: FileLoad, max_line: int, progress: Callable[[int], None]
         if isinstance(value, dict):
             _add_record(out, value, number, (line, 0, len(line), number))
             if len(out.records) > records_before:
-                line_records[key] = (records_before, number)
+                line_records.add(key, records_before, number)
         else:
             _not_a_record(out, value, number, "one record (an object) per line")
     if progress is not None:

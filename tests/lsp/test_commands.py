@@ -160,10 +160,11 @@ async def test_commands_asked_before_the_first_load_answer_at_once_and_say_when_
     await session.wait_status(lambda s: not s["indexing"] and s["version"] > 0)
     results = await session.command("soma.findRelatedExperiments", asked)
     assert results and results[0]["id"] == "exp-0042" and not any("partial" in r for r in results)
+    same = [r["id"] for r in early] == [r["id"] for r in results]  # (scores move with the time: recency)
     if loading:  # answered during the load (maybe nothing yet), each result saying so — or just after it
-        assert all(r.get("partial") is True for r in early) or early == results
+        assert all(r.get("partial") is True for r in early) or same
     else:
-        assert early == results
+        assert same and not any("partial" in r for r in early)
 
 
 async def test_find_related_caps_record_text_and_removes_control_characters(start_session, workspace):
