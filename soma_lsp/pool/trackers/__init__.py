@@ -16,15 +16,18 @@ The product never imports mlflow or wandb: these read the stores' files, tables 
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 from collections.abc import Iterable, Mapping
 
 from .mlflow_files import FileStore, is_experiment, is_store
-from .mlflow_rest import TrackingServer
-from .mlflow_sqlite import SqliteStore
 from .source import TrackerError, TrackerSource
 from .wandb_dir import WandbFolder, is_folder
+
+#: imported when first used (`__getattr__`, `source_for`): their `urllib`/`http` and `sqlite3` cost a
+#: command that reads a folder of record files ~50 ms of its start
+_LAZY = {"TrackingServer": ".mlflow_rest", "SqliteStore": ".mlflow_sqlite"}
 
 __all__ = ["FileStore", "SqliteStore", "TrackerError", "TrackerSource", "TrackingServer", "WandbFolder",
            "is_tracker_folder", "is_uri", "layout_of", "resolve_uri", "source_for", "split_entries"]
@@ -33,6 +36,12 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 _PORT = re.compile(r"\d+(/.*)?")
 URI_SCHEMES = ("http://", "https://", "sqlite://")
 _WANDB_RUN = re.compile(r"(offline-)?run-\d{8}_\d{6}-\w+")  # W&B's run folders: run-20261205_093000-abc123
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def is_uri(entry: str) -> bool:
@@ -98,9 +107,9 @@ def source_for(entry: str, environ: Mapping[str, str] | None = None) -> TrackerS
     `wandb/` (`run-*` / `offline-run-*` folders)."""
     lower = entry.lower()
     if lower.startswith(("http://", "https://")):
-        return TrackingServer(entry, environ)
+        return __getattr__("TrackingServer")(entry, environ)
     if lower.startswith("sqlite:///"):
-        return SqliteStore(entry[len("sqlite:///"):])
+        return __getattr__("SqliteStore")(entry[len("sqlite:///"):])
     if is_store(entry):
         return FileStore(entry)
     if is_folder(entry):
