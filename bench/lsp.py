@@ -14,7 +14,7 @@ server started as a subprocess, driven by `soma_lsp.client.SomaClient` exactly a
 Targets: at 100k p50 ≤ 30 ms and p99 ≤ 100 ms, and the 100k p50 within 3× of the 1k p50 (the named
 baseline, measured in the same run).
 
-    python bench/lsp.py [--sizes 1000,10000,100000] [--hovers 200] [--write docs/benchmarks.md]
+    python bench/lsp.py [--sizes 1000,10000,100000] [--hovers 200] [--write docs/benchmarks.md] [--pools DIR]
 """
 
 from __future__ import annotations
@@ -30,11 +30,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import orjson
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _corpus import generate_mappings  # noqa: E402
 from _machine import describe_machine, replace_section  # noqa: E402
+from _stores import corpus_jsonl  # noqa: E402
 
 from soma_lsp.client import SomaClient, start  # noqa: E402
 
@@ -43,15 +41,18 @@ FIXTURES = REPO / "fixtures" / "workspace"
 SERVER = [sys.executable, "-m", "soma_lsp"]
 
 
-def make_workspace(base: Path, n: int) -> Path:
-    """The fixture code with a generated pool of n records in one JSONL file."""
+def make_workspace(base: Path, n: int, pools: Path | None) -> Path:
+    """The fixture code with a generated pool of n records in one JSONL file (`_stores.corpus_jsonl`,
+    built once and kept: linked into the workspace where the file system allows, else copied)."""
     workspace = base / f"ws-{n}"
     shutil.copytree(FIXTURES, workspace, ignore=shutil.ignore_patterns(".soma"))
     pool = workspace / ".soma" / "pool"
     pool.mkdir(parents=True)
-    with open(pool / "runs.jsonl", "wb") as out:
-        for mapping in generate_mappings(n):
-            out.write(orjson.dumps(mapping) + b"\n")
+    stored = corpus_jsonl(n, pools)
+    try:
+        os.link(stored, pool / "runs.jsonl")
+    except OSError:
+        shutil.copyfile(stored, pool / "runs.jsonl")
     return workspace
 
 
@@ -205,13 +206,14 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--hovers", type=int, default=200)
     parser.add_argument("--write", type=Path, help="replace the ## LSP section of this Markdown file")
+    parser.add_argument("--pools", type=Path, help="where generated pools are kept (default: .cache/bench/)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     rows = []
     with tempfile.TemporaryDirectory(prefix="soma-bench-lsp-") as tmp:
         os.environ["SOMA_CACHE_DIR"] = str(Path(tmp) / "cache")  # the servers'; never the user's cache
         for n in sizes:
-            workspace = make_workspace(Path(tmp), n)
+            workspace = make_workspace(Path(tmp), n, args.pools)
             result = asyncio.run(measure(workspace, args.hovers, during_reindex=n == sizes[-1]))
             rows.append(summarize(n, result))
             print(rows[-1], flush=True)

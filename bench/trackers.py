@@ -25,53 +25,20 @@ import os
 import shutil
 import signal
 import socket
-import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
-import uuid
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 from _machine import describe_machine  # noqa: E402
+from _stores import mlflow_sqlite, write_mlflow_store  # noqa: E402
 
 ENV = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "SOMA_POOL"))}
 ENV["PYTHONPATH"] = os.pathsep.join([str(REPO), ENV.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-WORDS = "rope theta warmup cosine decay batch gradient clip attention rotary embedding dropout adamw bf16".split()
-
-
-def make_store(db: Path, n: int, home: Path) -> None:
-    """The schema from the real client, then `n` runs as rows."""
-    env = dict(ENV, HOME=str(home), XDG_CACHE_HOME=str(home / "cache"), MLFLOW_DISABLE_TELEMETRY="true",
-               DO_NOT_TRACK="1")
-    subprocess.run([sys.executable, "-c", "import mlflow,sys; mlflow.set_tracking_uri(sys.argv[1]); "
-                    "mlflow.set_experiment('bench'); mlflow.start_run(run_name='schema').__exit__(None,None,None)",
-                    f"sqlite:///{db}"], env=env, check=True, cwd=home, capture_output=True)
-    with sqlite3.connect(db) as c:
-        experiment = c.execute("SELECT experiment_id FROM experiments WHERE name = 'bench'").fetchone()[0]
-        runs, tags, params, metrics = [], [], [], []
-        for i in range(n):
-            run = uuid.uuid4().hex
-            start = 1_700_000_000_000 + i * 60_000
-            runs.append((run, f"run-{i}", "LOCAL", "train.py", "", "bench", ("FINISHED", "FAILED", "KILLED")[i % 3],
-                         start, start + 30_000, "", "active", "", experiment))
-            note = " ".join(WORDS[(i + k) % len(WORDS)] for k in range(12))
-            tags += [("mlflow.runName", f"run-{i}", run), ("mlflow.note.content", note, run),
-                     ("mlflow.source.git.commit", f"{i % 2000:040x}", run), ("team", "nlp", run),
-                     ("soma.code", f"model/m{i % 50}.py::Block{i % 7}", run), ("mlflow.user", "bench", run)]
-            params += [("lr", str(1e-4 * (1 + i % 9)), run), ("rope_theta", str(10000 * (1 + i % 50)), run),
-                       ("layers", str(12 + i % 4), run), ("optimizer", "adamw", run)]
-            metrics += [(key, float(i % 97) / 10, start, 100, 0, run) for key in ("val_loss", "acc", "ppl")]
-        c.executemany("INSERT INTO runs (run_uuid, name, source_type, source_name, entry_point_name, user_id, "
-                      "status, start_time, end_time, source_version, lifecycle_stage, artifact_uri, experiment_id) "
-                      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", runs)
-        c.executemany("INSERT INTO tags (key, value, run_uuid) VALUES (?,?,?)", tags)
-        c.executemany("INSERT INTO params (key, value, run_uuid) VALUES (?,?,?)", params)
-        c.executemany("INSERT INTO latest_metrics (key, value, timestamp, step, is_nan, run_uuid) "
-                      "VALUES (?,?,?,?,?,?)", metrics)
 
 
 def child(code: str, *args: str, env: dict | None = None) -> dict:
@@ -173,11 +140,16 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=100_000, help="runs in the SQLite store")
     parser.add_argument("--m", type=int, default=10_000, help="runs behind the tracking server")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--pools", type=Path, help="keep the N-run store here and reuse it (`_stores.mlflow_sqlite`)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="soma-bench-trackers-") as tmp:
         tmp = Path(tmp)
         db = tmp / "mlflow.db"
-        make_store(db, args.n, tmp)
+        if args.pools is None:
+            write_mlflow_store(db, args.n, tmp)
+        else:  # the kept store is only read: the new-run latency below writes to a copy
+            kept = mlflow_sqlite(args.n, args.pools)
+            shutil.copyfile(kept, db)
         baseline = best(args.repeat, BASELINE, str(db))
         first = best(args.repeat, LOAD, str(db))
         cache = tmp / "cache"
@@ -185,7 +157,7 @@ def main() -> None:
         restart = best(args.repeat, LOAD, str(db), str(cache))
         latency = child(LATENCY, str(db))
         small = tmp / "server.db"
-        make_store(small, args.m, tmp)
+        write_mlflow_store(small, args.m, tmp)
         process, url = serve(small, tmp)
         try:
             warm = urllib.request.Request(url + "/api/2.0/mlflow/experiments/search", data=b'{"max_results": 10}',

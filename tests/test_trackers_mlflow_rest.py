@@ -15,6 +15,7 @@ from soma_lsp.pool import pool_roots
 from soma_lsp.pool.trackers import TrackingServer, split_entries
 from soma_lsp.pool.trackers.follow import TrackerFollower
 from soma_lsp.records import Status
+from soma_lsp.server.hover_view import HoverView, render_markdown, render_plain
 from trackers_support import free_port, mlflow_server, pool_of, tracker_home, wait_for, worker  # noqa: F401
 
 
@@ -39,6 +40,13 @@ def test_server_runs_become_records_with_their_url(worker, mlflow_server):
     assert record.source.path == record.url
     assert record.origin == f"MLflow tracking server {mlflow_server} · experiment rest-map"
     assert [str(t) for t in record.code] == ["model/rope.py::RotaryEmbedding"]
+    # the hover's "from" line says how to open it: the run page, inert (defanged, never a link)
+    view = HoverView(card=record)
+    plain = render_plain(view)
+    assert f"from: {record.origin.replace('http://', 'http[:]//')} · run page " \
+           f"{record.url.replace('http://', 'http[:]//')}" in plain
+    markdown = render_markdown(view)
+    assert "· run page http[:]/\\/127.0.0.1:" in markdown and "http://" not in markdown
 
 
 def test_polls_find_new_and_finished_runs_in_three_requests_and_full_syncs_the_rest(worker, mlflow_server):

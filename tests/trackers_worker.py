@@ -5,7 +5,7 @@ and writes files, so the test process never imports it; one worker serves a whol
 Commands (`op`): `mlflow_run` {uri, experiment, name, status, description, params, metrics, tags} →
 {run_id, experiment_id}; `mlflow_tag` {uri, run_id, key, value}; `mlflow_end` {uri, run_id, status};
 `mlflow_delete` {uri, run_id}; `mlflow_delete_experiment` {uri, experiment}; `wandb_run` {dir, name,
-notes, tags, config, metrics, exit_code} → {run_id, folder}.
+notes, tags, config, metrics, exit_code, project, entity} → {run_id, folder}.
 """
 
 from __future__ import annotations
@@ -54,10 +54,10 @@ def mlflow_delete_experiment(uri, experiment):
     c.delete_experiment(c.get_experiment_by_name(experiment).experiment_id)
 
 
-def wandb_run(dir, name, notes=None, tags=(), config=None, metrics=(), exit_code=0, project="soma"):
+def wandb_run(dir, name, notes=None, tags=(), config=None, metrics=(), exit_code=0, project="soma", entity=None):
     import wandb
 
-    run = wandb.init(project=project, name=name, notes=notes, tags=list(tags), config=config or {}, dir=dir,
+    run = wandb.init(project=project, entity=entity, name=name, notes=notes, tags=list(tags), config=config or {}, dir=dir,
                      mode="offline")
     for row in metrics:
         run.log(row)

@@ -32,6 +32,7 @@ from . import counting, snapshot, trackers
 from .cache import CacheLimits
 from .discover import Roots, normalize
 from .loader import MAX_JSON_BYTES, MAX_YAML_BYTES, FileLoad, load_file
+from .parts import Parts
 from .problems import MAX_PER_FILE, Problem, more_problems
 
 log = logging.getLogger(__name__)
@@ -318,6 +319,15 @@ class LivePool:
         apart = counting.start(((p, sizes[p]) for p in paths if p in sizes and p not in gone and p not in self._files),
                                self._limits["max_json_bytes"]) if sizes and self.index is not None else {}
         counted: dict[str, Callable[[], CountedLines | None]] = {}
+
+        def commit_part(path: str, part: FileLoad) -> None:  # a first read's prefix (pool.parts)
+            nonlocal batch, extras, batch_records, counted
+            if batch:
+                self._commit(batch, extras, counted)
+                batch, extras, batch_records, counted = {}, {}, 0, {}
+            child = apart.get(path)
+            self._commit({path: part}, {}, {path: functools.partial(child.counts, part)} if child else {})
+
         try:
             for path in paths:
                 load = None
@@ -325,8 +335,10 @@ class LivePool:
                 if listed or self._readable(path, extras):  # the listing checked what _readable checks
                     size = sizes.get(path, 0) if sizes else 0
                     child = apart.get(path)
+                    first_read = listed and path not in self._files and self.index is not None
                     load = load_file(path, progress=streamed if size > step else None,
-                                     previous=self._files.get(path), **self._limits)
+                                     previous=self._files.get(path), **self._limits,
+                                     batch=Parts(functools.partial(commit_part, path)) if first_read else None)
                     if not load.exists:  # gone since it was listed (or since the event)
                         if listed:
                             extras[path] = load.problems

@@ -10,3 +10,5 @@ DENSE_FRACTION = 4  # a term in ≥ 1/4 of the records is added as a dense vecto
 SAMPLE_STRIDE = 64  # `_Segment.counts_at` searches among every 64th posting first (1/8 byte a posting)
 FEW_SLOTS = 4096  # exact values of up to this many slots are looked up, not scattered
 WEIGHTINGS_KEPT = 8  # query shapes whose per-record weighting is kept (see `_weighting`)
+STATIC_PARTS_KEPT = 4  # per query shape: the approximate score's query-independent part for this many `now`s
+PRESENCE_FRACTION = 32  # a component in ≥ 1/32 of the slots is added through a boolean presence vector
