@@ -2,7 +2,10 @@
 
     .venv/bin/python bench/rank.py                    # N = 10k, 100k, 1M (several minutes)
     .venv/bin/python bench/rank.py --quick            # smoke run on a small pool
-    .venv/bin/python bench/rank.py --sizes 10000,100000 --json /tmp/rank.json
+    .venv/bin/python bench/rank.py --sizes 100000,1000000 --runs 5 --mem-sizes ''
+
+The pool of each size is `_stores.corpus_jsonl(N)` (built once, kept under `.cache/bench/` or `--pools DIR`),
+read and validated with `parse_record` as the loader does.
 
 Per pool size N it reports
 * build: soma `LiveIndex(records)` end to end (text → index: it tokenizes inside), producing bm25s's
@@ -10,7 +13,8 @@ Per pool size N it reports
   those ids; ratios against bm25s's input + index and against its index alone;
 * query latency p50/p99 for 3-term and 40-term queries: soma's full four-term `rank` (text,
   architecture bag of 5 components, `now`, limit 10), soma lexical-only `rank` (for reference),
-  bm25s `get_scores` + numpy `argpartition` top-10, and bm25s `retrieve(k=10)`;
+  bm25s `get_scores` + numpy `argpartition` top-10, and bm25s `retrieve(k=10)`; `--runs` times over
+  (each run `--rounds` passes over the queries), every run's ratios to `retrieve` reported, not the best;
 * peak and steady memory while indexing (at the sizes of `--mem-sizes`), each system in its own
   forked child: peak = VmHWM − RSS before indexing (VmHWM reset via /proc/self/clear_refs just
   before), steady = RSS after indexing (after gc and malloc_trim) − RSS before;
@@ -40,7 +44,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import bm25s  # noqa: E402
 from bm25s.tokenization import Tokenized  # noqa: E402
 
-from _corpus import NOW, generate_queries, generate_records, iter_fields  # noqa: E402
+import orjson  # noqa: E402
+
+from _corpus import NOW, generate_queries, iter_fields  # noqa: E402
+from _stores import corpus_jsonl  # noqa: E402
+from soma_lsp.gcpause import collector_paused  # noqa: E402
+from soma_lsp.records import parse_record  # noqa: E402
 from soma_lsp.retrieval import LiveIndex, RetrievalQuery, tokenize  # noqa: E402
 
 # the tokenizer the index applies to documents (same bag as docs/spec.md §2.1's `tokenize`; faster), when present
@@ -110,6 +119,13 @@ def _measure_build(build) -> dict:
 
 
 # -- building ------------------------------------------------------------------------------------
+
+def stored_records(n: int, pools: Path | None) -> list:
+    """The records of `_stores.corpus_jsonl(n)` — `_corpus.generate_records(n)`, read back as the loader
+    reads a pool (decode, `parse_record`), without generating them again."""
+    with open(corpus_jsonl(n, pools), "rb") as lines, collector_paused():
+        return [parse_record(orjson.loads(line)) for line in lines]
+
 
 def bm25s_input(records) -> tuple[list[list[int]], dict[str, int], float, float]:
     """Token ids per record (name ×3, headline ×2, notes and details once) and the vocabulary;
@@ -229,9 +245,9 @@ def human(n: int) -> str:
 def run_size(n: int, args) -> dict:
     out: dict = {"n": n}
     t0 = time.perf_counter()
-    records = generate_records(n, seed=args.seed)
-    out["generate_s"] = time.perf_counter() - t0
-    log(f"[{human(n)}] generated {n} records in {out['generate_s']:.1f}s")
+    records = stored_records(n, args.pools)
+    out["read_s"] = time.perf_counter() - t0
+    log(f"[{human(n)}] read {n} records in {out['read_s']:.1f}s")
 
     ids, vocab, t_tok, t_ids = bm25s_input(records)
     out["tokens"] = int(sum(len(d) for d in ids))
@@ -275,21 +291,21 @@ def run_size(n: int, args) -> dict:
                                      + generate_queries(5, 40, seed=7))
     log(f"[{human(n)}] cross-check: {out['cross_check']}")
 
-    out["latency"] = {}
-    for n_terms in (3, 40):
-        queries = generate_queries(args.queries, n_terms)
-        samples = time_queries(index, retriever, queries, args.rounds)
-        row = {name: dict(zip(("p50_ms", "p99_ms"), pct(v))) for name, v in samples.items()}
-        fast = min(("bm25s_get_scores", "bm25s_retrieve"), key=lambda k: row[k]["p50_ms"])
-        row["baseline"] = fast
-        row["ratio_p50"] = row["soma_full"]["p50_ms"] / row[fast]["p50_ms"]
-        row["ratio_p99"] = row["soma_full"]["p99_ms"] / row[fast]["p99_ms"]
-        row["ratio_p50_vs_retrieve"] = row["soma_full"]["p50_ms"] / row["bm25s_retrieve"]["p50_ms"]
-        row["samples"] = int(samples["soma_full"].size)
-        out["latency"][n_terms] = row
-        log(f"[{human(n)}] {n_terms}-term: " + ", ".join(
-            f"{k} {v['p50_ms']:.2f}/{v['p99_ms']:.2f}" for k, v in row.items() if isinstance(v, dict))
-            + f" | soma/{fast} p50 {row['ratio_p50']:.2f}")
+    out["latency"] = {n_terms: [] for n_terms in (3, 40)}
+    for run in range(args.runs):
+        for n_terms in (3, 40):
+            samples = time_queries(index, retriever, generate_queries(args.queries, n_terms), args.rounds)
+            row = {name: dict(zip(("p50_ms", "p99_ms"), pct(v))) for name, v in samples.items()}
+            for system in ("soma_full", "soma_lexical"):
+                for q in ("p50", "p99"):
+                    row[f"{system}_{q}_ratio"] = row[system][f"{q}_ms"] / row["bm25s_retrieve"][f"{q}_ms"]
+            row["samples"] = int(samples["soma_full"].size)
+            row["load"] = os.getloadavg()[0]
+            out["latency"][n_terms].append(row)
+            log(f"[{human(n)}] run {run + 1} {n_terms}-term: " + ", ".join(
+                f"{k} {v['p50_ms']:.2f}/{v['p99_ms']:.2f}" for k, v in row.items() if isinstance(v, dict))
+                + f" | full/retrieve p50 {row['soma_full_p50_ratio']:.2f} p99 {row['soma_full_p99_ratio']:.2f}"
+                + f" | load {row['load']:.1f}")
     gc.unfreeze()
     del index, retriever, records
     gc.collect()
@@ -309,17 +325,29 @@ def markdown(results: list[dict], info: dict, command: str) -> str:
         b = r["build"]
         lines.append(f"| {human(r['n'])} | {r['tokens']:,} | {b['soma_end_to_end_s']:.2f} | {b['bm25s_input_s']:.2f} "
                      f"| {b['bm25s_index_s']:.2f} | {b['ratio_end_to_end']:.2f} | {b['ratio_vs_index_alone']:.2f} |")
-    lines += ["", "### Query latency (ms, p50 / p99)", "",
-              "| N | terms | soma full rank | soma lexical-only | bm25s get_scores+argpartition | bm25s retrieve "
-              "| ratio p50 (p99) vs faster bm25s | ratio p50 vs retrieve |", "|---|---|---|---|---|---|---|---|"]
+    lines += ["", "### Query latency: soma ÷ bm25s `retrieve` (k=10), every run", "",
+              "Each run: the queries × rounds, the systems interleaved per query in a shuffled order; "
+              "p50 and p99 of each system in that run, then their ratio. Load: the 1-minute load average "
+              "at the end of the run.", "",
+              "| N | terms | run | soma full p50 / p99 (ms) | soma lexical-only | bm25s retrieve "
+              "| bm25s get_scores+argpartition | full ÷ retrieve p50 | p99 | lexical ÷ retrieve p50 | p99 | load |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
-        for n_terms, row in r["latency"].items():
-            cell = lambda k: f"{row[k]['p50_ms']:.2f} / {row[k]['p99_ms']:.2f}"  # noqa: E731
-            base = "get_scores" if row["baseline"] == "bm25s_get_scores" else "retrieve"
-            lines.append(f"| {human(r['n'])} | {n_terms} | {cell('soma_full')} | {cell('soma_lexical')} "
-                         f"| {cell('bm25s_get_scores')} | {cell('bm25s_retrieve')} "
-                         f"| {row['ratio_p50']:.2f} ({row['ratio_p99']:.2f}) vs {base} "
-                         f"| {row['ratio_p50_vs_retrieve']:.2f} |")
+        for n_terms, runs in r["latency"].items():
+            for i, row in enumerate(runs, 1):
+                cell = lambda k: f"{row[k]['p50_ms']:.2f} / {row[k]['p99_ms']:.2f}"  # noqa: E731
+                lines.append(f"| {human(r['n'])} | {n_terms} | {i} | {cell('soma_full')} | {cell('soma_lexical')} "
+                             f"| {cell('bm25s_retrieve')} | {cell('bm25s_get_scores')} "
+                             f"| {row['soma_full_p50_ratio']:.2f} | {row['soma_full_p99_ratio']:.2f} "
+                             f"| {row['soma_lexical_p50_ratio']:.2f} | {row['soma_lexical_p99_ratio']:.2f} "
+                             f"| {row['load']:.1f} |")
+    lines += ["", "| N | terms | full ÷ retrieve p50: median (range) | p99: median (range) |", "|---|---|---|---|"]
+    for r in results:
+        for n_terms, runs in r["latency"].items():
+            spread = lambda key: (f"{np.median([x[key] for x in runs]):.2f} "  # noqa: E731
+                                  f"({min(x[key] for x in runs):.2f}–{max(x[key] for x in runs):.2f})")
+            lines.append(f"| {human(r['n'])} | {n_terms} | {spread('soma_full_p50_ratio')} "
+                         f"| {spread('soma_full_p99_ratio')} |")
     mem = [r for r in results if "memory" in r]
     if mem:
         lines += ["", "### Memory while indexing (MiB)", "",
@@ -354,13 +382,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mem-sizes", default="1000000",
                         help="sizes at which to measure indexing memory in forked children ('' for none)")
     parser.add_argument("--queries", type=int, default=50, help="queries per kind (3-term, 40-term)")
-    parser.add_argument("--rounds", type=int, default=3, help="timed passes over the queries")
-    parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--rounds", type=int, default=3, help="timed passes over the queries, per run")
+    parser.add_argument("--runs", type=int, default=3, help="latency runs per size, each reported")
+    parser.add_argument("--pools", type=Path, help="where generated pools are kept (default: .cache/bench/)")
     parser.add_argument("--quick", action="store_true", help="smoke run: N=2000, 10 queries, 1 round")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     args = parser.parse_args(argv)
     if args.quick:
-        args.sizes, args.mem_sizes, args.queries, args.rounds = "2000", "2000", 10, 1
+        args.sizes, args.mem_sizes, args.queries, args.rounds, args.runs = "2000", "2000", 10, 1, 2
     args.sizes = [int(s) for s in args.sizes.split(",") if s]
     args.mem_sizes = {int(s) for s in args.mem_sizes.split(",") if s}
     info = machine()

@@ -3,6 +3,7 @@ project of one's own; and every command ending quietly when the reader of its ou
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -27,16 +28,21 @@ def test_demo_shows_warnings_lenses_hover_related_and_bad_records():
     done = demo()
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert f"pool: 74 experiments in 19 files, 6 bad records — {FIXTURE}/.soma/pool" in out
+    # soma records and MLflow runs in one pool (fixtures/workspace/mlruns, written by fixtures/make_mlruns.py)
+    assert "setting soma.pool: ['.soma/pool', 'mlruns']" in out
+    assert f"pool: 79 experiments in 24 files, 6 bad records — {FIXTURE}/.soma/pool, {FIXTURE}/mlruns" in out
     warnings = section(out, "Dead-end warnings")
     assert "model/transformer.py:55: [exp-0042] Dead end: rope-theta-500k" in warnings
+    assert "] Dead end: router-jitter-0.1 (" in warnings and "model/moe.py:16: [" in warnings
     assert "train.py:1: [exp-0131] Dead end: bf16-grad-accum-overflow" in warnings
     # the file with the most warnings, and in it the definition with the most (fixtures/README.md)
     assert "related experiments · " in section(out, "Code lenses in model/transformer.py")
     hover = section(out, "Hover at model/transformer.py:196 `def forward(self, tokens")
     assert "label-smoothing-0.1 · exp-0170 · regressed · dead end" in hover and "lexical" in hover
+    assert "zloss-1e-4 · " in hover and f"from MLflow file store {FIXTURE}/mlruns · experiment lm-125m" in hover
     assert "tied" in section(out, "Find related experiments at model/transformer.py:196")
     assert "line 2: name: is required" in section(out, "Bad records in .soma/pool/broken/mixed.jsonl")
+    assert "Bad records in mlruns" not in out  # a tracker's files are not opened as pool files
     assert "unknown status 'exploded'" in section(out, "Bad records in .soma/pool/broken/unknown-status.json")
 
 
@@ -105,3 +111,13 @@ def test_a_closed_pipe_ends_every_command_quietly(command):
     stderr = proc.stderr.read().decode()
     assert proc.wait(timeout=300) in (0, 1)
     assert "Traceback" not in stderr and "Error" not in stderr, stderr
+
+
+def test_the_demo_adds_a_workspaces_tracker_folders_to_its_pool_unless_soma_pool_names_one(tmp_path):
+    from soma_lsp.cli.demo import pool_setting
+
+    assert pool_setting(tmp_path, {}) is None  # no tracker folder: the server's own default
+    shutil.copytree(FIXTURE / "mlruns", tmp_path / "mlruns")
+    (tmp_path / "wandb").mkdir()  # an empty wandb/ is no W&B folder
+    assert pool_setting(tmp_path, {}) == [".soma/pool", "mlruns"]
+    assert pool_setting(tmp_path, {"SOMA_POOL": "/data/pool"}) is None

@@ -216,13 +216,24 @@ def _query(root: Path, cache: Path, *flags: str) -> str:
     return done.stdout
 
 
+def _written(cache: Path) -> Path:
+    """The snapshot a CLI command writes after its answer, in a detached process: waited for (a hang
+    guard, not a time limit); nothing else is there, and no temporary is left (renamed into place whole)."""
+    deadline = time.monotonic() + 120
+    while not list(cache.glob("pool-*.snapshot")):
+        assert time.monotonic() < deadline, "no snapshot written"
+        time.sleep(0.05)
+    (snapshot,) = cache.iterdir()
+    return snapshot
+
+
 def test_the_cli_query_writes_the_snapshot_and_answers_the_same_from_it(tmp_path):
     root, cache = tmp_path / "pool", tmp_path / "cache"
     varied_pool(root)
     time.sleep(2.05)  # the CLI's own racy window (loader.RACY_NS, unpatched there)
     assert _query(root, cache, "--no-snapshot") and not cache.exists()
     first = _query(root, cache)
-    (snapshot,) = cache.iterdir()
+    snapshot = _written(cache)  # by a process of its own, after the answer
     written = snapshot.stat().st_ino
     assert _query(root, cache) == first == _query(root, cache, "--no-snapshot")
     assert snapshot.stat().st_ino == written  # nothing read, nothing written again (a write replaces it)

@@ -71,14 +71,18 @@ def test_a_lens_is_about_the_whole_definition_not_a_line():
     assert at("class RotaryEmbedding", scope="hover").hints.focus == ("rotary", "embedding", "rotaryembedding", "module")
 
 
-def test_aliases_are_off_by_default_and_add_the_other_names_when_on():
+def test_aliases_add_the_other_names_of_the_ideas_near_the_cursor_only():
     assert "rotary" in at("return freqs_cis").text  # the class name says it already
-    source = "def apply(freqs_cis, xq):\n    return xq * freqs_cis\n"
-    plain = at("return xq", source=source)
-    assert "rope" not in plain.text.split() and plain.hints.aliases == ()
-    on = at("return xq", source=source, levers=replace(ALL_ON, aliases=True))
+    source = ("def apply(freqs_cis, xq, eps):\n    y = layer_norm(xq, eps)\n"
+              "    return xq * freqs_cis\n")
+    on = at("return xq", source=source)  # the cursor's line names freqs_cis
     assert {"rope", "rotary"} <= set(on.text.split())
     assert on.hints.aliases and "freqs" in on.hints.aliases[0]
+    assert "ln" not in on.text.split()  # layer_norm is in the scope, not near the cursor
+    near_norm = at("y = layer_norm", source=source)
+    assert "ln" in near_norm.text.split() and "rotary" not in near_norm.text.split()
+    off = at("return xq", source=source, levers=replace(ALL_ON, aliases=False))
+    assert "rope" not in off.text.split() and off.hints.aliases == ()
 
 
 def test_line_settings_read_code_and_config_assignments():

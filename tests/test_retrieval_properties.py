@@ -154,24 +154,48 @@ def _same(a, b):
         [(r.record.id, r.score, r.components, r.dead_end) for r in b]
 
 
+def _churned(records, churn):
+    """An index of the records, then some of them replaced or removed: their old slots stay behind, dead."""
+    index = LiveIndex(records)
+    for i in churn:
+        victim = records[i % len(records)]
+        if i % 2:
+            index.update(remove=[victim.id])
+        else:
+            index.update(add=[victim])
+    return index
+
+
 @settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(pools(), queries, st.integers(1, 6), st.booleans(), st.sampled_from([0.0, 0.3, 0.6]),
        st.lists(st.integers(0, 40), max_size=6))
 def test_a_cut_ranking_is_the_full_ranking_cut(records, q, limit, relevant_only, min_score, churn):
     """`rank` with a limit scores approximately and rescores a few slots exactly; it must give the
     first `limit` of the exact full ranking, also with dead slots left by replaced and removed records."""
-    index = LiveIndex(records)
-    for i in churn:  # replace or remove some records: their old slots stay behind, dead
-        victim = records[i % len(records)]
-        if i % 2:
-            index.update(remove=[victim.id])
-        else:
-            index.update(add=[victim])
+    index = _churned(records, churn)
     full = index.rank(_query(q), relevant_only=relevant_only, min_score=min_score)
     _same(index.rank(_query(q, limit=limit), relevant_only=relevant_only, min_score=min_score), full[:limit])
     _same(index.score(_query(q), [r.record.id for r in full]), full)
     with mock.patch.object(tuning, "FEW_SLOTS", 0):  # exact bm25 scattered, not looked up
         _same(index.rank(_query(q), relevant_only=relevant_only, min_score=min_score), full)
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(pools(), st.lists(queries, min_size=1, max_size=4), st.lists(st.integers(0, 40), max_size=4))
+def test_what_queries_keep_between_them_changes_nothing(records, qs, churn):
+    """A stream of queries on one index — each asked twice, so the second finds the score's
+    query-independent part kept for its `now` — ranks as each query on an index of its own does, bit
+    for bit; and adding a common component through its presence vector (in a pool this small every
+    component is common) equals scattering it from the postings (PRESENCE_FRACTION 0: none is), in the
+    approximate step and in the exact one (FEW_SLOTS 0: every slot's values come from a pass over all)."""
+    stream = _churned(records, churn)
+    for q in qs:
+        for limit, few_slots in ((2, tuning.FEW_SLOTS), (2, tuning.FEW_SLOTS), (2, 0), (None, 0)):
+            with mock.patch.object(tuning, "FEW_SLOTS", few_slots):
+                got = stream.rank(_query(q, limit))
+                with mock.patch.object(tuning, "PRESENCE_FRACTION", 0):
+                    _same(got, _churned(records, churn).rank(_query(q, limit)))
+                _same(got, _churned(records, churn).rank(_query(q, limit)))
 
 
 @settings(max_examples=300, deadline=None)
@@ -225,15 +249,17 @@ def test_the_margin_keeps_a_near_tie_exact():
 @given(st.dictionaries(st.integers(0, 12), st.dictionaries(st.integers(0, 150), st.integers(1, 5), min_size=1),
                        min_size=1),
        st.lists(st.integers(0, 15), min_size=1, max_size=6, unique=True),
-       st.lists(st.integers(0, 160), min_size=1, max_size=12, unique=True), st.sampled_from([1, 2, 4, 64]))
-def test_counts_at_finds_every_posting_and_nothing_else(postings, keys, slots, stride):
-    """`counts_at` searches the sampled key·span + slot values first, then within one window; any
-    stride, keys unknown to the segment and slots past its last all give the brute-force answer."""
+       st.lists(st.integers(0, 160), min_size=1, max_size=12, unique=True), st.sampled_from([1, 2, 4, 64]),
+       st.sampled_from([0, 16]))
+def test_counts_at_finds_every_posting_and_nothing_else(postings, keys, slots, stride, one_by_one):
+    """`counts_at` searches the sampled key·span + slot values first, then within one window (or, for
+    a few keys, each key's postings on their own); any stride, keys unknown to the segment and slots
+    past its last all give the brute-force answer, either way."""
     triples = sorted((key, slot, tf) for key, by_slot in postings.items() for slot, tf in by_slot.items())
     key_of, slot_of, tf_of = (np.array(column) for column in zip(*triples))
     segment = index_module._Segment.build(key_of, slot_of, tf_of.astype(np.float64), max(postings) + 1)
     wanted = np.array(sorted(slots))
-    with mock.patch.object(tuning, "SAMPLE_STRIDE", stride):
+    with mock.patch.object(tuning, "SAMPLE_STRIDE", stride), mock.patch.object(tuning, "KEYS_ONE_BY_ONE", one_by_one):
         got = segment.counts_at(np.array(keys), wanted)
     assert got.tolist() == [[postings.get(k, {}).get(s, 0) for s in wanted.tolist()] for k in keys]
 

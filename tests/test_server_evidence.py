@@ -89,3 +89,54 @@ def test_the_cursor_line_moves_its_matches_up():
     moved = focus_order(ranked, ("rope", "theta"))  # the hover is on the rope_theta line
     assert [s.record.id for s in moved[:3]] == ["r1", "r2", "r3"]
     assert focus_order(ranked, ()) == list(ranked)
+
+
+def sweep_index():
+    """A two-year-old dead end and last week's run that match a query alike, a run about another
+    knob that mentions lr=3e-4 in passing, and an lr sweep."""
+    raw = [
+        {"id": "old", "name": "rope-base-500k", "status": "failed", "finished_at": "2024-12-01T00:00:00Z",
+         "conclusion": "a rotary base of 500k hurts short context"},
+        {"id": "new", "name": "rope-base-1m", "finished_at": "2026-11-28T00:00:00Z",
+         "conclusion": "a rotary base of 1m helps long context", "notes": "long documents"},
+        {"id": "post-ln", "name": "post-ln-24-layers", "status": "failed", "finished_at": "2025-01-01T00:00:00Z",
+         "notes": "norm after the residual add, lr=3e-4 warmup", "conclusion": "post-LN diverges at lr 3e-4"},
+        {"id": "lr-base", "name": "lr-3e-4-1b", "notes": "lr=3e-4", "finished_at": "2025-02-01T00:00:00Z",
+         "conclusion": "baseline peak lr"},
+        {"id": "lr-high", "name": "lr-1e-3-1b", "status": "failed", "notes": "lr=1e-3",
+         "finished_at": "2025-02-02T00:00:00Z", "conclusion": "peak lr diverges"},
+    ]
+    raw += [{"id": f"f{i}", "name": f"filler-{i}", "conclusion": f"unrelated run number {i}",
+             "finished_at": "2026-11-20T00:00:00Z"} for i in range(8)]
+    return LiveIndex([parse_record(r) for r in raw])
+
+
+def test_a_dead_end_does_not_age_in_the_gate_and_the_order():
+    idx = sweep_index()
+    rotary = query("rotary base context")
+    on = find_related(idx, rotary, (), min_score=0.8, limit=None, levers=replace(ALL_ON, siblings=False))
+    assert ids(on)[:2] == ["old", "new"]  # recency given back: the dead end passes the gate, and leads
+    off = find_related(idx, rotary, (), min_score=0.8, limit=None,
+                       levers=replace(ALL_ON, siblings=False, dead_ends=False))
+    assert ids(off) == ["new"]
+
+
+def test_the_runs_about_a_knob_come_before_a_passing_mention_each_with_its_sweep():
+    idx = sweep_index()
+    hints = Hints(settings=(("lr", "0.0003", "3e-4"),))
+    related = find_related(idx, query("lr warmup norm"), (), min_score=0.3, limit=None, hints=hints)
+    assert ids(related)[:3] == ["lr-base", "lr-high", "post-ln"]
+    labels = dict(related.labels)
+    assert labels["lr-base"] == "same setting: lr = 3e-4" and labels["post-ln"] == "same setting: lr = 3e-4"
+    assert labels["lr-high"].startswith("same knob: lr = 1e-3")
+
+
+def test_the_word_under_the_cursor_is_evidence_enough_when_asked_not_in_a_hover():
+    idx = index()
+    ask = query("checkpointing banana")  # only r5 holds "checkpointing": one matched term
+    assert ids(find_related(idx, ask, (), min_score=0.3, limit=None)) == []
+    pointed = Hints(word=("checkpointing",))
+    assert ids(find_related(idx, ask, (), min_score=0.3, limit=None, hints=pointed)) == ["r5"]
+    assert ids(find_related(idx, ask, (), min_score=0.3, limit=None, hints=pointed, unasked=True)) == []
+    assert ids(find_related(idx, ask, (), min_score=0.3, limit=None, hints=pointed,
+                            levers=replace(ALL_ON, cursor=False))) == []

@@ -45,9 +45,9 @@ def test_levers_are_one_typed_setting_all_kept_ones_on_by_default():
     from soma_lsp.query import ALL_ON, Levers
 
     settings, problems = parse(None, {})
-    assert settings.levers == ALL_ON and settings.levers.knob and not settings.levers.aliases
-    settings, problems = parse({"soma": {"levers": {"knob": False, "aliases": True}}})
-    assert problems == [] and settings.levers == Levers(knob=False, aliases=True)
+    assert settings.levers == ALL_ON and settings.levers.knob and settings.levers.aliases
+    settings, problems = parse({"soma": {"levers": {"knob": False, "aliases": False}}})
+    assert problems == [] and settings.levers == Levers(knob=False, aliases=False)
     assert settings.to_json()["levers"]["knob"] is False
 
 

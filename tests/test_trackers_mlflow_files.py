@@ -106,3 +106,24 @@ def test_invalid_commit_is_a_clear_record_error(worker, tmp_path):
     pool = pool_of(store)
     (problem,) = [p for ps in pool.problems.values() for p in ps]
     assert pool.get(run) is None and problem.field == "commit" and "'not-a-sha'" in problem.message
+
+
+def test_tracker_folders_inside_a_record_folder_are_skipped_with_a_warning(worker, tmp_path):
+    """docs/spec.md §1.1: an `mlruns/` or `wandb/` below a folder of soma records is not read as
+    records (a run's meta.yaml or wandb-summary.json is none); each is one `not-records` warning, and
+    files written into it later are not read either."""
+    pool_dir = tmp_path / "pool"
+    pool_dir.mkdir()
+    (pool_dir / "exp-1.json").write_text('{"id": "exp-1", "name": "kept"}')
+    log_rope(worker, (pool_dir / "mlruns").as_uri())
+    worker("wandb_run", dir=str(pool_dir), name="w", config={"lr": 1})
+    pool = pool_of(pool_dir)
+    assert [r.id for r in pool.records()] == ["exp-1"] and pool.trackers == []
+    problems = [p for found in pool.problems.values() for p in found if p.kind == "not-records"]
+    assert sorted((p.path, p.severity) for p in problems) == [
+        (str(pool_dir / "mlruns"), "warning"), (str(pool_dir / "wandb"), "warning")]
+    assert "an MLflow file store inside a folder of soma records" in \
+        next(p.message for p in problems if p.path.endswith("mlruns"))
+    log_rope(worker, (pool_dir / "mlruns").as_uri(), name="later")
+    pool.apply([pool_dir / "mlruns"])
+    assert [r.id for r in pool.records()] == ["exp-1"] and pool.summary()["errors"] == 0

@@ -7,14 +7,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 
 from soma_lsp.pool.trackers import WandbFolder, wandb_log
+from soma_lsp.pool.trackers.wandb_dir import app_url
 from soma_lsp.pool.trackers.follow import TrackerFollower
 from soma_lsp.records import Status
-from trackers_support import pool_of, tracker_home, wait_for, worker  # noqa: F401
+from trackers_support import pool_of, tracker_env, tracker_home, wait_for, worker  # noqa: F401
 
 
 def offline_run(worker, root: Path, name: str, **arguments) -> tuple[str, Path]:
@@ -43,7 +47,7 @@ def test_offline_and_online_runs_become_records(worker, tmp_path):
                             config={"rope_theta": 500000, "lr": 3e-4}, metrics=[{"val_loss": 3.5}, {"val_loss": 4.1}],
                             exit_code=1)
     done, folder = offline_run(worker, tmp_path, "baseline", notes=None, config={"lr": 1e-3},
-                               metrics=[{"val_loss": 3.0}], exit_code=0)
+                               metrics=[{"val_loss": 3.0}], exit_code=0, entity="team")
     online = make_online(folder, config="wandb_version: 1\n_wandb:\n  value: {}\nlr:\n  desc: null\n  value: 0.002\n",
                          summary={"val_loss": 2.5, "_runtime": 3, "_step": 0},
                          metadata={"git": {"remote": "https://example.org/team/model.git",
@@ -51,6 +55,7 @@ def test_offline_and_online_runs_become_records(worker, tmp_path):
                                    "startedAt": "2026-03-01T12:00:00.000000Z"})
     wandb = tmp_path / "wandb"
     assert (wandb / "latest-run").is_symlink()
+    (wandb / "settings").write_text("[default]\nbase_url = https://api.ml.example.org\n")  # a team's W&B server
     pool = pool_of(wandb)
     assert [type(s) for s in pool.trackers] == [WandbFolder]
     assert len(pool) == 2 and pool.summary()["errors"] == 0  # latest-run is not a third run
@@ -61,12 +66,14 @@ def test_offline_and_online_runs_become_records(worker, tmp_path):
     assert record.tags == ("rope", "dead-end") and record.metrics[0].value == 4.1
     assert record.commit is None or len(record.commit) == 40  # (the worker's cwd is not a git work tree)
     assert record.origin == f"W&B run folder {wandb} · project soma"
+    assert record.url is None  # an offline run has no page
     other = pool.get(done)
     assert other.status is Status.SUCCEEDED and other.source.path == str(online)
     assert "lr=0.002" in other.notes.split() and [(m.name, m.value) for m in other.metrics] == [("val_loss", 2.5)]
     assert other.commit == "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d"
     assert other.repo == "https://example.org/team/model.git"
     assert other.created_at.isoformat().startswith("2026-03-01T12:00:00")
+    assert other.url == f"https://app.ml.example.org/team/soma/runs/{done}"  # the UI, as wandb derives it
 
 
 def test_damaged_log_skips_that_run_by_name_and_loads_the_others(worker, tmp_path):
@@ -136,3 +143,68 @@ def test_a_run_on_uncommitted_code_carries_its_patch_to_the_commit_ties(worker, 
     patch.unlink()
     os.mkfifo(patch)
     assert run_of(record).patch is None
+
+
+def test_the_run_page_address_is_derived_from_the_folders_settings_as_wandb_does(tmp_path):
+    assert app_url(str(tmp_path)) == "https://wandb.ai"  # no settings: W&B's cloud
+    for base, app in [("https://api.wandb.ai", "https://wandb.ai"),
+                      ("https://api.ml.example.org/", "https://app.ml.example.org"),
+                      ("http://localhost:8080", "http://localhost:8080")]:
+        (tmp_path / "settings").write_text(f"[default]\nbase_url = {base}\n")
+        assert app_url(str(tmp_path)) == app
+    (tmp_path / "settings").write_text("not ini at all [")
+    assert app_url(str(tmp_path)) == "https://wandb.ai"
+
+
+LIVE_RUN = """
+import sys, time, wandb
+run = wandb.init(project="soma", name="killed", notes="killed mid-run", dir=sys.argv[1], mode="offline")
+run.log({"val_loss": 3.0})
+print(run.id, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_run_killed_without_an_exit_record_is_crashed_once_its_log_is_still(tracker_home, tmp_path):
+    """A real run process killed with SIGKILL (the job and wandb's own service process, as a scheduler
+    or the OOM killer does) leaves no exit record: running while its log is fresh, crashed once the log
+    has been still for `still_seconds` — found by the follower's periodic full scan, with no event."""
+    process = subprocess.Popen([sys.executable, "-c", LIVE_RUN, str(tmp_path)], env=tracker_env(tracker_home),
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    try:
+        run = process.stdout.readline().strip()
+        assert run, "the run process did not start"
+        pool = pool_of(tmp_path / "wandb")
+        wait_for(lambda: pool.sync_tracker(pool.trackers[0]) is None and pool.get(run) is not None
+                 and pool.get(run).headline == "killed mid-run", "the live run's run record")
+        assert pool.get(run).status is Status.RUNNING
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    (source,) = pool.trackers
+    source.still_seconds, source.rescan_seconds = 2.0, 0.2  # (instead of 5 minutes and 60 s)
+    with TrackerFollower(pool):
+        wait_for(lambda: pool.get(run).status is Status.CRASHED, "the killed run marked crashed")
+    assert pool.get(run).headline == "killed mid-run"
+
+
+def test_the_field_numbers_decoded_by_hand_are_those_of_the_installed_wandb(worker):
+    """The log is decoded without wandb (docs/decisions.md): the numbers it reads must be W&B's own.
+    Protobuf keeps a field's number for good; this catches a wandb that broke that rule."""
+    read = {"Record.history": wandb_log.R_HISTORY, "Record.summary": wandb_log.R_SUMMARY,
+            "Record.config": wandb_log.R_CONFIG, "Record.run": wandb_log.R_RUN, "Record.exit": wandb_log.R_EXIT,
+            "Record.environment": wandb_log.R_ENVIRONMENT, "RunRecord.run_id": wandb_log.RUN_ID,
+            "RunRecord.entity": wandb_log.RUN_ENTITY, "RunRecord.project": wandb_log.RUN_PROJECT,
+            "RunRecord.config": wandb_log.RUN_CONFIG, "RunRecord.display_name": wandb_log.RUN_NAME,
+            "RunRecord.notes": wandb_log.RUN_NOTES, "RunRecord.tags": wandb_log.RUN_TAGS,
+            "RunRecord.start_time": wandb_log.RUN_START, "RunRecord.git": wandb_log.RUN_GIT,
+            "ConfigItem.key": wandb_log.ITEM_KEY, "ConfigItem.nested_key": wandb_log.ITEM_NESTED,
+            "ConfigItem.value_json": wandb_log.ITEM_JSON, "SummaryItem.key": wandb_log.ITEM_KEY,
+            "SummaryItem.nested_key": wandb_log.ITEM_NESTED, "SummaryItem.value_json": wandb_log.ITEM_JSON,
+            "HistoryItem.key": wandb_log.ITEM_KEY, "HistoryItem.nested_key": wandb_log.ITEM_NESTED,
+            "HistoryItem.value_json": wandb_log.ITEM_JSON, "ConfigRecord.update": wandb_log.UPDATE,
+            "ConfigRecord.remove": wandb_log.REMOVE, "SummaryRecord.update": wandb_log.UPDATE,
+            "SummaryRecord.remove": wandb_log.REMOVE, "HistoryRecord.item": wandb_log.UPDATE,
+            "RunExitRecord.exit_code": wandb_log.EXIT_CODE, "EnvironmentRecord.git": wandb_log.ENV_GIT,
+            "GitRepoRecord.remote_url": wandb_log.GIT_REMOTE, "GitRepoRecord.commit": wandb_log.GIT_COMMIT}
+    assert worker("wandb_fields", fields=sorted(read)) == read

@@ -125,6 +125,8 @@ def _assert_the_demo_runs_from_elsewhere(env_bin: Path, elsewhere: Path, env: di
     demo = subprocess.run([str(soma), "demo"], cwd=elsewhere, env=env, capture_output=True, text=True,
                           timeout=300, stdin=subprocess.DEVNULL)
     assert demo.returncode == 0, demo.stderr
-    assert f"pool: 74 experiments in 19 files, 6 bad records — {purelib}/soma_lsp/demo_workspace/.soma/pool" in demo.stdout
+    shipped = f"{purelib}/soma_lsp/demo_workspace"
+    assert f"pool: 79 experiments in 24 files, 6 bad records — {shipped}/.soma/pool, {shipped}/mlruns" in demo.stdout
+    assert f"from MLflow file store {shipped}/mlruns · experiment lm-125m" in demo.stdout
     assert "model/transformer.py:55: [exp-0042] Dead end: rope-theta-500k" in demo.stdout
     assert "Bad records in .soma/pool/broken/mixed.jsonl" in demo.stdout

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from ..pool import LivePool, pool_roots
@@ -37,7 +38,7 @@ def open_pool(args: argparse.Namespace, *, indexed: bool = True) -> LivePool:
     """The pool named by `--pool` (or the defaults), loaded — an indexed one from its snapshot when it
     has one that is still true (unless `--no-snapshot`); call `done_with` after the output."""
     snapshots = cache_directory(os.environ) if indexed and getattr(args, "snapshot", False) else None
-    pool = LivePool(roots(args), LiveIndex() if indexed else None, cache_dir=snapshots)
+    pool = LivePool(roots(args), LiveIndex() if indexed else None, cache_dir=snapshots, in_parts=False)
     pool.load()
     if outlive is not None:
         outlive.append(pool)
@@ -45,7 +46,37 @@ def open_pool(args: argparse.Namespace, *, indexed: bool = True) -> LivePool:
 
 
 def done_with(pool: LivePool) -> None:
-    """Save the snapshot if the load read anything (after the output: the user has the answer)."""
-    if pool.unsaved:
-        sys.stdout.flush()
+    """Save the snapshot if the load read anything — after the output, and where `fork` exists in a
+    detached process, so that the user's process ends as soon as the answer is out: writing a 100k
+    pool's snapshot takes about a second, which the user waited for (issue 22). The write is atomic
+    (a temporary file renamed into place), so a command started meanwhile reads the pool's files or
+    the whole snapshot, never half of one; a write that fails is as if none was made."""
+    if not pool.unsaved:
+        return
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    if not hasattr(os, "fork"):
         pool.save_snapshot()
+        return
+    _in_detached_process(pool.save_snapshot)
+
+
+def _in_detached_process(work: Callable[[], object]) -> None:
+    """Run `work` in a grandchild of this process (fork twice: nothing for this process to reap,
+    whether it ends at once or lives on), with its own session and its standard streams on
+    /dev/null — so whoever reads this process's output (a pipe, `subprocess.run`) sees its end now,
+    not when `work` is done."""
+    child = os.fork()
+    if child:
+        os.waitpid(child, 0)
+        return
+    try:
+        os.setsid()
+        if os.fork():
+            return
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        work()
+    finally:
+        os._exit(0)

@@ -5,6 +5,10 @@ exactly as an editor would, and prints what an editor would show — dead-end wa
 hover, "find related experiments" and the diagnostics of pool files with bad records. It chooses what
 to show from what the server answers, so it works on any workspace: by default the bundled one
 (fixtures/workspace, which the wheel carries as package data), or a project of one's own.
+
+The pool is the server's own choice (`$SOMA_POOL`, else `.soma/pool`), except that a workspace holding
+an MLflow file store (`mlruns/`) or a W&B folder (`wandb/`) at its top gets them too, through the
+`soma.pool` setting the demo prints: the bundled workspace mixes soma records and MLflow runs.
 """
 
 from __future__ import annotations
@@ -19,13 +23,17 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..pool.discover import DEFAULT_POOL
+from ..pool.trackers import is_tracker_folder
 from ..query.languages import CONFIG_LANGUAGES, language_for_path
 
 TIMEOUT = 120.0
 WIDTH = 100
 MAX_FILES = 200  # source files and pool files opened at most, each (a bound on a large project's demo)
 MAX_LINES = 30  # warnings and lenses listed at most, each
-SKIPPED_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages", "build", "dist"})
+# … and the trackers' folders: their saved code copies are not the project's code
+SKIPPED_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages", "build", "dist", "mlruns", "wandb"})
+TRACKER_FOLDERS = ("mlruns", "wandb")
 POOL_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml")
 
 
@@ -62,6 +70,15 @@ def run(args: argparse.Namespace) -> int:
     except (TimeoutError, ConnectionError, OSError) as error:
         print(f"soma-lsp demo: the session failed: {error!r}", file=sys.stderr)
         return 1
+
+
+def pool_setting(workspace: Path, environ=os.environ) -> list[str] | None:
+    """The `soma.pool` the demo asks for: None (the server's default) unless `$SOMA_POOL` is unset and
+    the workspace holds `mlruns/` or `wandb/` tracker folders at its top; then `.soma/pool` and those."""
+    if environ.get("SOMA_POOL", "").strip():
+        return None
+    found = [name for name in TRACKER_FOLDERS if is_tracker_folder(str(workspace / name))]
+    return [DEFAULT_POOL, *found] if found else None
 
 
 def _section(title: str) -> None:
@@ -118,16 +135,19 @@ def _is_code(path: Path) -> bool:
 async def _session(workspace: Path, server: Sequence[str]) -> int:
     from ..client import start  # pygls and lsprotocol load slowly: only for the demo
 
-    client = await start(server, workspace)
+    setting = pool_setting(workspace)
+    client = await start(server, workspace, {"pool": setting} if setting else None)
     try:
         _section("soma-lsp demo — a real LSP session over stdio")
         info = (await client.open_workspace(workspace)).server_info
         print(f"   server: {info.name} {info.version}" if info else "   server: (no serverInfo)")
         print(f"   workspace: {workspace}")
+        if setting:
+            print(f"   setting soma.pool: {setting} (soma records and tracker runs in one pool)")
         status = await client.wait_for_pool()
-        pools = [Path(p) for p in status.get("pools", [])]
+        pools = [str(p) for p in status.get("pools", [])]  # folders, and trackers' URIs
         print(f"   pool: {status.get('records', 0)} experiments in {status.get('files', 0)} files, "
-              f"{status.get('errors', 0)} bad records — {', '.join(map(str, pools)) or '(none)'}")
+              f"{status.get('errors', 0)} bad records — {', '.join(pools) or '(none)'}")
         if not status.get("records"):
             print("   (no experiments: put records in .soma/pool, or set $SOMA_POOL — docs/spec.md §1.1)")
 
@@ -144,7 +164,8 @@ async def _session(workspace: Path, server: Sequence[str]) -> int:
             focus = max(warnings, key=lambda p: len(warnings[p]))
             await _show_file(client, workspace, focus, warnings[focus])
 
-        for path in [p for root in pools for p in _files(root, lambda p: p.suffix in POOL_SUFFIXES)][:MAX_FILES]:
+        record_folders = [Path(root) for root in pools if "://" not in root and not is_tracker_folder(root)]
+        for path in [p for root in record_folders for p in _files(root, lambda p: p.suffix in POOL_SUFFIXES)][:MAX_FILES]:
             uri = await client.open(path, "jsonl" if path.suffix == ".jsonl" else language_for_path(path.name))
             if client.diagnostics.get(uri):
                 _section(f"Bad records in {path.relative_to(workspace) if path.is_relative_to(workspace) else path}")

@@ -6,12 +6,15 @@ components) as decoding and validating the records, all in one Python thread. Wi
 `start` has a child process read the same file and count every line (`records.document_texts` and
 `records.parse_architecture` of the decoded line) while the loader validates it; the index takes the
 child's counts (`LiveIndex.update(counted=...)`) once the rest of the file's batch is prepared, and the
-two halves of the work overlap.
+two halves of the work overlap. A first read is committed in parts (`pool.parts`): the child cuts its
+count at the same lines and sends one block per part as soon as it is counted, so each part's commit
+takes its block, waiting for it only if the child is behind.
 
 Never wrong, only sometimes not faster: the child sends the file's stamp (`loader.stamp_of`: size,
 mtime, ctime, inode, device) from before and after its read, and its count is used only when both
 equal the stamp the loader took and the file still has — the rule that lets a snapshot serve a file
-unread — and that stamp is not racy (`FileLoad.stamp`). A file changed or replaced meanwhile, or
+unread — and that stamp is not racy (`FileLoad.stamp`); a part's block is checked alike, with the
+stamp the child had when it sent it. A file changed or replaced meanwhile, or
 written in the last two seconds, a child that failed, hung or sent anything malformed: the documents
 are counted here, as without it. The child reads nothing but that file and writes nothing but its
 stdout and stderr, two unnamed temporary files, its count in a fixed binary layout (no pickle).
@@ -26,47 +29,65 @@ import struct
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from ..records import document_texts, parse_architecture
 from ..retrieval import CountedLines, Counts, component_bag, count_lines
 from .loader import FileLoad, decode_line, jsonl_lines, stamp_of
+from . import parts
 
 log = logging.getLogger(__name__)
 
 APART_BYTES = 32 << 20  # smaller files count faster here than a child starts (~0.2 s of imports)
 WAIT_SECONDS = 120  # a child this late is stopped and its file counted here
-MAGIC = b"SOMACNT1"
-_HEADER = struct.Struct("<8sQ" + "3Q" * 2 + "QqqQQ" * 2)  # magic, lines; per `Counts`: bytes of names,
-# names, postings; two stamps
+POLL_SECONDS = 0.002  # how often a block not sent yet is looked for
+MAGIC = b"SOMACNT2"
+_HEADER = struct.Struct("<8sQQQ" + "3Q" * 2 + "QqqQQ" * 2)  # magic, first line, end line, last block?;
+# per `Counts`: bytes of names, names, postings; two stamps
 _EMPTY = ("", "", "", "")
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 
 
-def start(files: Iterable[tuple[str, int]], max_line: int) -> dict[str, "Counting"]:
+def start(files: Iterable[tuple[str, int]], max_line: int, *, in_parts: bool = True) -> dict[str, "Counting"]:
     """A child for each `.jsonl` (path, size) of at least `APART_BYTES`, as many as there are spare
-    cores (none on one core)."""
+    cores (none on one core); `in_parts`: whether the loader commits the file in parts (else the
+    child counts it as one block)."""
     spare = len(os.sched_getaffinity(0)) - 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) - 1
     chosen = [path for path, size in files if size >= APART_BYTES and path.endswith(".jsonl")][:max(spare, 0)]
     countings = {}
     for path in chosen:
         try:
-            countings[path] = Counting(path, max_line)
+            countings[path] = Counting(path, max_line, in_parts)
         except OSError as error:
             log.warning("could not start counting %s apart: %r", path, error)
     return countings
 
 
+class Block(NamedTuple):
+    """One part of a file's count: rows are line numbers, `counted`'s rows `first` to its size."""
+
+    counted: CountedLines
+    stamps: tuple[tuple[int, ...], tuple[int, ...]]  # the file's stamp when the child opened it, and when it sent this
+    first: int
+    last: bool  # the file's end
+
+
 class Counting:
     """One child counting one file."""
 
-    def __init__(self, path: str, max_line: int) -> None:
+    def __init__(self, path: str, max_line: int, in_parts: bool = True) -> None:
         self.path = path
         self._result: CountedLines | None = None
-        self._done = False
+        self._for: FileLoad | None = None  # the load (a part, or the whole file) `_result` is for
+        self._counted = 0  # the records of the loads counted so far
+        self._failed = False
+        self._at = 0  # where the next block starts in the child's output
+        self._end = 0  # the line the blocks taken so far end at
         environment = dict(os.environ)
         environment["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_PARENT, environment.get("PYTHONPATH")]))
         # the child writes into unnamed temporary files, not pipes: a pipe would hold it until this
@@ -74,7 +95,8 @@ class Counting:
         self._out, self._err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
         try:
             self._child = subprocess.Popen(
-                [sys.executable, "-c", "from soma_lsp.pool.counting import main; main()", path, str(max_line)],
+                [sys.executable, "-c", "from soma_lsp.pool.counting import main; main()", path, str(max_line),
+                 str(parts.FIRST_PART_LINES if in_parts else 0)],
                 stdin=subprocess.DEVNULL, stdout=self._out, stderr=self._err, env=environment)
         except OSError:
             self._out.close()
@@ -82,17 +104,20 @@ class Counting:
             raise
 
     def counts(self, load: FileLoad) -> CountedLines | None:
-        """The child's counts of `load`'s file (waited for once), or None when they are not of exactly
-        what the loader read."""
-        if not self._done:
-            self._done = True
+        """The child's counts of the lines of `load`'s records not counted before — a part of the
+        file (`pool.parts`) or its end — waited for, or None when they are not of exactly what the
+        loader read (then, and from then on, the records are counted here)."""
+        if load is not self._for and not self._failed:
+            self._for = load
             try:
                 self._result = self._checked(load)
             except Exception:  # noqa: BLE001 - counting here is always possible
                 log.exception("counting %s apart failed; counted here", self.path)
-            finally:
+                self._result = None
+            if self._result is None:
+                self._failed = True
                 self.close()
-        return self._result
+        return None if self._failed else self._result
 
     def _checked(self, load: FileLoad) -> CountedLines | None:
         if load.stamp is None:  # written in the last two seconds: maybe still being written
@@ -100,24 +125,55 @@ class Counting:
         if self._out.closed:
             log.info("counting %s apart was stopped; counted here", self.path)
             return None
-        try:
-            code = self._child.wait(timeout=WAIT_SECONDS)
-        except subprocess.TimeoutExpired:
-            log.warning("counting %s apart took over %d s; counted here", self.path, WAIT_SECONDS)
-            return None
-        if code:
-            self._err.seek(max(0, os.fstat(self._err.fileno()).st_size - 2000))  # its last words
-            log.warning("counting %s apart failed (exit %s): %s", self.path, code,
-                        self._err.read().decode(errors="replace").strip())
-            return None
-        self._out.seek(0)
-        counted, stamps = decode(self._out.read())
-        if stamps != (load.stamp, load.stamp) or _stamp(self.path) != load.stamp:
+        records = load.records  # (in line order)
+        last = records[-1].source.line if records else -1
+        while True:  # past the blocks of parts that brought no record
+            block = self._next_block()
+            if block is None:
+                return None
+            if block.first != self._end:
+                raise ValueError(f"a block of lines {block.first}.. after lines ..{self._end}")
+            self._end = block.counted.terms.size
+            if last < self._end or block.last:
+                break
+        if block.stamps != (load.stamp, load.stamp) or _stamp(self.path) != load.stamp:
             log.info("%s changed while it was counted apart, or just before; counted here", self.path)
             return None
-        if any(r.source.line >= counted.terms.size for r in load.records[-1:]):  # (records come in line order)
+        # every record not counted before must be this block's (not of a part whose block was passed)
+        new = records[self._counted].source.line if len(records) > self._counted else last
+        self._counted = len(records)
+        return block.counted if block.first <= new and last < self._end else None
+
+    def _next_block(self) -> Block | None:
+        """The child's next block, waited for; None when the child failed or took too long (logged)."""
+        header = self._wait(_HEADER.size)
+        if header is None:
             return None
-        return counted
+        data = self._wait(_HEADER.size + _body_size(_HEADER.unpack(header)))
+        if data is None:
+            return None
+        self._at += len(data)
+        return decode_block(data)
+
+    def _wait(self, size: int) -> bytes | None:
+        """The `size` bytes at `_at` of the child's output once it has written them (read with
+        `pread`: the child writes through the same open file, at its own offset)."""
+        fd = self._out.fileno()
+        deadline = time.monotonic() + WAIT_SECONDS
+        while os.fstat(fd).st_size < self._at + size:
+            code = self._child.poll()
+            if code is not None and os.fstat(fd).st_size < self._at + size:
+                if code:
+                    self._err.seek(max(0, os.fstat(self._err.fileno()).st_size - 2000))  # its last words
+                    log.warning("counting %s apart failed (exit %s): %s", self.path, code,
+                                self._err.read().decode(errors="replace").strip())
+                    return None
+                raise ValueError("a count cut short")
+            if time.monotonic() > deadline:
+                log.warning("counting %s apart took over %d s; counted here", self.path, WAIT_SECONDS)
+                return None
+            time.sleep(POLL_SECONDS)
+        return os.pread(fd, size, self._at)
 
     def close(self) -> None:
         """Stop the child if it still runs (its count is not wanted, or came too late); drop its files."""
@@ -131,26 +187,38 @@ class Counting:
 # -- the child ------------------------------------------------------------------------------------
 
 def main() -> None:
-    """The child: `python -c ... PATH MAX_LINE`; the count of PATH on stdout. It ends without freeing
-    what it counted (the parent waits for its exit)."""
+    """The child: `python -c ... PATH MAX_LINE FIRST_PART_LINES`; the count of PATH on stdout, a block
+    per part (one for the whole file when FIRST_PART_LINES is 0), each written as soon as it is
+    counted. It ends without freeing what it counted."""
     gc.disable()  # many small acyclic objects, a short life
-    path, max_line = sys.argv[1], int(sys.argv[2])
-    sys.stdout.buffer.write(encode(*count_file(path, max_line)))
-    sys.stdout.flush()
+    path, max_line, first_part = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    for block in count_parts(path, max_line, parts.part_ends(first_part) if first_part else iter(())):
+        sys.stdout.buffer.write(encode(block.counted, block.stamps, block.first, block.last))
+        sys.stdout.flush()
     os._exit(0)
 
 
 def count_file(path: str, max_line: int) -> tuple[CountedLines, tuple[tuple[int, ...], tuple[int, ...]]]:
     """Every line counted (rows are line numbers; a line that is no record counts as an empty one), and
     the file's stamp before and after."""
+    (block,) = count_parts(path, max_line, iter(()))
+    return block.counted, block.stamps
+
+
+def count_parts(path: str, max_line: int, ends: Iterator[int]) -> Iterator[Block]:
+    """The count of each part of the file, the parts ending at `ends` (as `pool.parts` cuts them;
+    rows are the lines of the part, counted from its first), then of the rest of the file."""
     documents: list[tuple[str, str, str, str]] = []
     bags: list[dict[str, float]] = []
+    first, end = 0, next(ends, -1)
     with open(path, "rb") as f:
         before = stamp_of(os.fstat(f.fileno()))
         for number, line, _ in jsonl_lines(f, max_line):
-            if number > len(documents):  # blank lines
-                bags.extend([{}] * (number - len(documents)))
-                documents.extend([_EMPTY] * (number - len(documents)))
+            if number >= end >= 0:  # (as the loader cuts: on the first line past the part)
+                _pad(documents, bags, end - first)
+                yield Block(count_lines(documents, bags), (before, stamp_of(os.fstat(f.fileno()))), first, False)
+                documents, bags, first, end = [], [], end, next(ends, -1)
+            _pad(documents, bags, number - first)
             try:
                 value = decode_line(line) if line is not None else None
             except (ValueError, RecursionError):  # (UnicodeDecodeError is a ValueError)
@@ -165,7 +233,14 @@ def count_file(path: str, max_line: int) -> tuple[CountedLines, tuple[tuple[int,
                 documents.append(_EMPTY)
                 bags.append({})
         after = stamp_of(os.fstat(f.fileno()))
-    return count_lines(documents, bags), (before, after)
+    yield Block(count_lines(documents, bags), (before, after), first, True)
+
+
+def _pad(documents: list, bags: list, rows: int) -> None:
+    """Empty rows up to `rows` (blank lines)."""
+    if rows > len(documents):
+        bags.extend([{}] * (rows - len(documents)))
+        documents.extend([_EMPTY] * (rows - len(documents)))
 
 
 def _stamp(path: str) -> tuple[int, ...] | None:
@@ -175,25 +250,45 @@ def _stamp(path: str) -> tuple[int, ...] | None:
         return None
 
 
-def encode(counted: CountedLines, stamps: tuple[tuple[int, ...], tuple[int, ...]]) -> bytes:
+def encode(counted: CountedLines, stamps: tuple[tuple[int, ...], tuple[int, ...]], first: int = 0,
+           last: bool = True) -> bytes:
+    """One block: `counted`'s rows are the lines from `first` on (`last`: to the file's end)."""
     parts = (counted.terms, counted.components)
     names = ["\0".join(c.names).encode() for c in parts]  # (terms and components are runs of letters
     # and digits)
     sizes = [value for c, n in zip(parts, names) for value in (len(n), len(c.names), c.rows.size)]
-    return b"".join([_HEADER.pack(MAGIC, counted.terms.size, *sizes, *stamps[0], *stamps[1])]
+    return b"".join([_HEADER.pack(MAGIC, first, first + counted.terms.size, last, *sizes, *stamps[0], *stamps[1])]
                     + [piece for c, n in zip(parts, names)
                        for piece in (n, c.indptr.astype("<i8").tobytes(), c.rows.astype("<i4").tobytes(),
                                      c.counts.astype("<f4").tobytes())]
                     + [counted.arch_total.astype("<f8").tobytes()])
 
 
+def _body_size(header: tuple) -> int:
+    """The bytes of a block after its header (`_HEADER.unpack`ed)."""
+    magic, first, end, _, *sizes = header[:10]
+    if magic != MAGIC or end < first:
+        raise ValueError("not a count")
+    return sum(names + (n_names + 1) * 8 + postings * 8 for names, n_names, postings in (sizes[0:3], sizes[3:6])) \
+        + (end - first) * 8
+
+
 def decode(data: bytes) -> tuple[CountedLines, tuple[tuple[int, ...], tuple[int, ...]]]:
-    """`encode`'s bytes back; ValueError when they are malformed."""
+    """`encode`'s bytes of a whole file's count back; ValueError when they are malformed."""
+    block = decode_block(data)
+    if block.first or not block.last:
+        raise ValueError("a part of a count")
+    return block.counted, block.stamps
+
+
+def decode_block(data: bytes) -> Block:
+    """`encode`'s bytes of one block back, its rows the file's lines; ValueError when malformed."""
     if len(data) < _HEADER.size:
         raise ValueError("a count cut short")
-    magic, size, *fields = _HEADER.unpack_from(data)
-    if magic != MAGIC:
+    magic, first, end, last, *fields = _HEADER.unpack_from(data)
+    if magic != MAGIC or end < first or last > 1:
         raise ValueError("not a count")
+    size = end - first
     at = _HEADER.size
 
     def take(dtype: str, length: int) -> np.ndarray:
@@ -212,10 +307,10 @@ def decode(data: bytes) -> tuple[CountedLines, tuple[tuple[int, ...], tuple[int,
         if len(names) != n_names or indptr[0] != 0 or indptr[-1] != n_postings or np.any(np.diff(indptr) < 0) \
                 or (n_postings and (rows.min() < 0 or rows.max() >= size)):
             raise ValueError("an inconsistent count")
-        parts.append(Counts(size, names, indptr.astype(np.int64, copy=False), rows.astype(np.int32, copy=False),
+        parts.append(Counts(end, names, indptr.astype(np.int64, copy=False), rows.astype(np.int32) + np.int32(first),
                             counts.astype(np.float32, copy=False)))
-    arch_total = take("<f8", size).astype(np.float64, copy=False)
+    arch_total = np.concatenate([np.zeros(first), take("<f8", size)])  # (rows before `first`: not this block's)
     if at != len(data):
         raise ValueError("a count with trailing bytes")
     stamps = fields[6:]
-    return CountedLines(*parts, arch_total), (tuple(stamps[:5]), tuple(stamps[5:]))
+    return Block(CountedLines(*parts, arch_total), (tuple(stamps[:5]), tuple(stamps[5:])), first, bool(last))

@@ -12,7 +12,7 @@ from urllib.parse import unquote, urlparse
 
 from .loader import SUFFIXES, not_regular, stamp_of
 from .problems import Problem
-from .trackers import is_uri, resolve_uri, split_entries
+from .trackers import is_uri, layout_of, resolve_uri, split_entries
 
 DEFAULT_POOL = os.path.join(".soma", "pool")
 
@@ -84,6 +84,9 @@ class Roots:
 
     def __init__(self, roots: Iterable[str | os.PathLike]) -> None:
         self.paths: list[str] = []
+        #: tracker folders (`mlruns/`, `wandb/`) the walks found below a root: not records (a run's
+        #: `meta.yaml` is no record), skipped with a `not-records` warning; events below them too
+        self.skipped: set[str] = set()
         for root in roots:
             resolved = os.path.realpath(os.path.abspath(os.fspath(root)))
             if resolved not in self.paths:
@@ -106,9 +109,10 @@ class Roots:
         return () if rel == "." else tuple(rel.split(os.sep))
 
     def is_pool_file(self, path: str) -> bool:
-        """A `.json`/`.jsonl`/`.yaml`/`.yml` file under a root with no hidden component below it."""
+        """A `.json`/`.jsonl`/`.yaml`/`.yml` file under a root with no hidden component below it, and
+        not inside a tracker folder."""
         root = self.root_of(path)
-        if root is None or path == root:
+        if root is None or path == root or self._in_skipped(path):
             return False
         rel = path[len(root.rstrip(os.sep)) + 1:]
         if rel.startswith(".") or (os.sep + ".") in rel:
@@ -116,9 +120,24 @@ class Roots:
         return os.path.splitext(rel)[1].lower() in SUFFIXES
 
     def is_visible(self, path: str) -> bool:
-        """Under a root, no hidden component below it (file or directory)."""
+        """Under a root, no hidden component below it (file or directory), not inside a tracker folder."""
         parts = self.relative_parts(path)
-        return parts is not None and not any(is_hidden(p) for p in parts)
+        return parts is not None and not any(is_hidden(p) for p in parts) and not self._in_skipped(path)
+
+    def _in_skipped(self, path: str) -> bool:
+        return bool(self.skipped) and any(path.startswith(folder + os.sep) for folder in self.skipped)
+
+    def _tracker_folder(self, directory: str, entries: list[os.DirEntry], problems: list[Problem]) -> bool:
+        """Whether this listed folder is a tracker's (docs/spec.md §1.1): then it is reported and skipped."""
+        kind = layout_of(directory, (e.name for e in entries if e.is_dir(follow_symlinks=False)))
+        if kind is None:
+            self.skipped.discard(directory)
+            return False
+        self.skipped.add(directory)
+        problems.append(Problem(directory, 0, "", f"{kind} inside a folder of soma records: not read as "
+                                "records (name it as a pool entry of its own to read its runs)", "warning",
+                                "not-records"))
+        return True
 
     def inside(self, real: str) -> bool:
         return self.root_of(real) is not None
@@ -147,6 +166,8 @@ class Roots:
                     if directory != real or os.path.isdir(directory):
                         problems.append(Problem(directory, 0, "", f"cannot list directory: "
                                                 f"{error.strerror or error}", "warning", "unreadable"))
+                    continue
+                if self._tracker_folder(directory, entries, problems):
                     continue
                 for entry in entries:
                     name = entry.name

@@ -28,13 +28,14 @@ import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 import orjson
 import yaml
 
 from ..records import Record, RecordError, Source, kind_of, parse_record, record_errors
 from ..stored import RecordList
+from .lines import DIGEST_BYTES, LineDigests
 from .problems import FileProblems, Problem
 
 MiB = 1 << 20
@@ -69,7 +70,16 @@ class FileLoad:
     #: `records`, its line), so that re-reading a file that grew or changed in a few lines reuses the
     #: records of the lines that did not change (the same objects — or, restored from a snapshot, the
     #: same unbuilt positions — so the index is not touched for them).
-    line_records: dict[bytes, tuple[int, int]] | None = field(default=None, repr=False, compare=False)
+    line_records: LineDigests | None = field(default=None, repr=False, compare=False)
+
+
+class Parts(Protocol):
+    """Where a first read of a `.jsonl` file hands its prefixes (`pool.parts.Parts`)."""
+
+    end: int  # the line the current part ends at
+
+    def cut(self, load: FileLoad) -> int:
+        """Take the prefix read so far (every line before `end`); the next part's end."""
 
 
 def stamp_of(status: os.stat_result) -> tuple[int, ...]:
@@ -86,20 +96,21 @@ def file_format(path: str) -> str | None:
 
 def load_file(path: str | os.PathLike, *, max_json_bytes: int = MAX_JSON_BYTES,
               max_yaml_bytes: int = MAX_YAML_BYTES, progress: Callable[[int], None] | None = None,
-              previous: FileLoad | None = None) -> FileLoad:
+              previous: FileLoad | None = None, batch: Parts | None = None) -> FileLoad:
     """Read one pool file; never raises (a problem of kind `vanished` if it does not exist).
     `progress(bytes_read)` is called now and then while a `.jsonl` file streams in. `previous` (the last
     load of the same `.jsonl` file) lets unchanged lines keep their records without re-validation.
+    `batch`: a `.jsonl` file's prefixes are handed to it as they are read (`pool.parts`).
     At most `MAX_PER_FILE` problems are kept, then one of kind `more` counting the rest."""
     path = os.fspath(path)
     out = FileLoad(path, problems=FileProblems())
-    _read(path, out, max_json_bytes, max_yaml_bytes, progress, previous)
+    _read(path, out, max_json_bytes, max_yaml_bytes, progress, previous, batch)
     out.problems = out.problems.done(path)
     return out
 
 
 def _read(path: str, out: FileLoad, max_json_bytes: int, max_yaml_bytes: int,
-          progress: Callable[[int], None] | None, previous: FileLoad | None) -> None:
+          progress: Callable[[int], None] | None, previous: FileLoad | None, batch: Parts | None) -> None:
     fmt = file_format(path) or "json"
     try:
         f, status = open_regular(path)
@@ -108,7 +119,7 @@ def _read(path: str, out: FileLoad, max_json_bytes: int, max_yaml_bytes: int,
             if time.time_ns() - max(status.st_mtime_ns, status.st_ctime_ns) >= RACY_NS:
                 out.stamp = stamp_of(status)
             if fmt == "jsonl":
-                _load_jsonl(f, out, max_json_bytes, progress, previous)
+                _load_jsonl(f, out, max_json_bytes, progress, previous, batch)
                 return
             limit = max_yaml_bytes if fmt == "yaml" else max_json_bytes
             if size > limit:
@@ -425,13 +436,15 @@ def decode_line(line: bytes) -> Any:
 
 
 def _load_jsonl(f, out: FileLoad, max_line: int, progress: Callable[[int], None] | None,
-                previous: FileLoad | None) -> None:
+                previous: FileLoad | None, batch: Parts | None) -> None:
     """One record per non-empty line, streamed; a bad line is reported and the next one still loads."""
     path = out.path
     reported = read = 0
-    line_records = out.line_records = {}
-    known_lines = (previous.line_records if previous is not None else None) or {}
-    if known_lines:
+    part_end = batch.end if batch is not None else -1
+    line_records = out.line_records = LineDigests()
+    known_lines = (previous.line_records if previous is not None else None) or LineDigests()
+    reusing = len(known_lines) > 0
+    if reusing:
         known_items = previous.records
         if isinstance(known_items, RecordList):  # restored: keep unbuilt records unbuilt
             out.records, known_items = RecordList((), known_items.store), known_items.items
@@ -440,6 +453,8 @@ def _load_jsonl(f, out: FileLoad, max_line: int, progress: Callable[[int], None]
             line_problems.setdefault(problem.line, []).append(problem)
     digest = hashlib.blake2b
     for number, line, read in jsonl_lines(f, max_line):
+        if number >= part_end >= 0:  # every line before `part_end` is read: hand that prefix over
+            part_end = batch.cut(out)
         if progress is not None and read - reported >= PROGRESS_BYTES:
             reported = read
             progress(read)
@@ -447,11 +462,11 @@ def _load_jsonl(f, out: FileLoad, max_line: int, progress: Callable[[int], None]
             out.problems.append(Problem(path, number, "", f"line longer than {max_line // MiB} MiB; skipped",
                                         "error", "too-large"))
             continue
-        key = digest(line, digest_size=16).digest()
-        known = known_lines.get(key)
+        key = digest(line, digest_size=DIGEST_BYTES).digest()
+        known = known_lines.get(key) if reusing else None
         if known is not None:  # an unchanged line: the same record, at its (possibly new) line
             position, known_line = known
-            line_records[key] = (len(out.records), number)
+            line_records.add(key, len(out.records), number)
             if known_line == number:
                 out.records.append(known_items[position])
                 out.problems.extend(line_problems.get(known_line, ()))
@@ -471,7 +486,7 @@ def _load_jsonl(f, out: FileLoad, max_line: int, progress: Callable[[int], None]
         if isinstance(value, dict):
             _add_record(out, value, number, (line, 0, len(line), number))
             if len(out.records) > records_before:
-                line_records[key] = (records_before, number)
+                line_records.add(key, records_before, number)
         else:
             _not_a_record(out, value, number, "one record (an object) per line")
     if progress is not None:

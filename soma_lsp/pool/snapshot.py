@@ -46,12 +46,13 @@ from ..records import Record
 from ..retrieval import IndexState
 from ..stored import RecordList, RecordStore, encode, items_of
 from .cache import CacheLimits, tidy
+from .lines import LineDigests
 from .loader import YAML_LOADER, FileLoad
 from .problems import Problem
 
 log = logging.getLogger(__name__)
 
-FORMAT = 4
+FORMAT = 5
 MAGIC = b"SOMASNAP"
 ALIGN = 64
 PREFIX = len(MAGIC) + 24  # the magic, then the file's size, the header's and the CRC-32 of what follows
@@ -155,7 +156,8 @@ def _encoded(state: PoolState) -> tuple[list[bytes], list[tuple], dict[str, int]
                 chunks.append(encode(_without_extra(item)))
                 stamp = None
         files.append((load.path, len(chunks) - start_of[load.path], stamp, load.size, load.exists,
-                      [_problem(p) for p in load.problems], load.line_records))
+                      [_problem(p) for p in load.problems],
+                      None if load.line_records is None else load.line_records.packed()))
     return chunks, files, start_of
 
 
@@ -251,7 +253,7 @@ def _decode(data: bytes) -> PoolState:
     store = RecordStore(memoryview(data)[body + at:body + at + blob_size], offsets,
                         [(first, row[0]) for first, row in zip(starts, header["files"])])
     files = [FileLoad(path, RecordList(range(first, first + count), store), [Problem(*p) for p in problems],
-                      exists, file_size, stamp, line_records)
+                      exists, file_size, stamp, None if line_records is None else LineDigests(*line_records))
              for first, (path, count, stamp, file_size, exists, problems, line_records) in zip(starts, header["files"])]
     postings = {kind: (vocabulary, arrays[f"{kind}.doc_freq"],
                        [tuple(arrays[f"{kind}.{i}.{part}"] for part in ("indptr", "slots", "counts"))

@@ -78,12 +78,16 @@ class BuiltQuery:
 class Hints:
     """What the server's gate and ordering need of a built query beyond its text (issue-20 levers):
     ``focus`` the terms of the cursor's own line (lever `cursor`; empty for a lens, which is about the
-    whole definition — find-related at a lens's position counts the same records, in another order), ``settings`` the (knob, canonical value, as written) set on that line (lever
-    `knob`), ``aliases`` the alias groups that fired (lever `aliases`: one idea each)."""
+    whole definition — find-related at a lens's position counts the same records, in another
+    order), ``settings`` the (knob, canonical value, as written) set on that line (lever `knob`),
+    ``aliases`` the alias groups that fired (lever `aliases`: one idea each), ``word`` the terms of
+    the word under the cursor (lever `cursor`: a record matching it is evidence enough for
+    find-related)."""
 
     focus: tuple[str, ...] = ()
     settings: tuple[tuple[str, str, str], ...] = ()
     aliases: tuple[tuple[str, ...], ...] = ()
+    word: tuple[str, ...] = ()
 
 
 NO_HINTS = Hints()
@@ -215,12 +219,17 @@ def _class_bag(doc, cls: Definition) -> dict[str, float]:
     return bag
 
 
-def _refine(text: str, levers: Levers) -> tuple[str, tuple[tuple[str, ...], ...]]:
-    """Lever `aliases` on the scope's terms, and the alias groups that fired."""
+def _near_aliases(text: str, focus: tuple[str, ...], word: str | None,
+                  levers: Levers) -> tuple[str, tuple[tuple[str, ...], ...]]:
+    """Lever `aliases`: the other names of the ideas named *near the cursor* — on its line (`focus`)
+    or the word under it — added to the scope's terms; and the alias groups that fired. Expanding
+    the whole scope's terms was measured and dropped: a long function names many ideas in passing,
+    and their aliases pulled in records about them (docs/benchmarks.md § Quality)."""
     if not levers.aliases:
         return text, ()
-    terms, groups = expand(text.split())
-    return " ".join(dict.fromkeys(terms)), groups
+    near = list(focus) + (tokenize(word) if word else [])
+    expanded, groups = expand(near)
+    return " ".join(dict.fromkeys(text.split() + expanded[len(near):])), groups
 
 
 def _focus(doc, pos: Position | None, basis: str, levers: Levers) -> tuple[str, ...]:
@@ -231,12 +240,17 @@ def _focus(doc, pos: Position | None, basis: str, levers: Levers) -> tuple[str, 
     return tuple(terms_text(_identifiers(line, code_noise(doc.lang) | STOP_WORDS)).split())
 
 
+def line_knobs(line: str) -> tuple[tuple[str, str, str], ...]:
+    """The (knob, canonical value, as written) a line of code or config sets (`soma_lsp.knobs`), by
+    the knob's last name (`config.ema_decay` → `ema_decay`): what lever `knob` compares with records."""
+    return tuple((key.rsplit(".", 1)[-1], knob.value, knob.text) for key, knob in line_settings(line).items()
+                 if "." not in key)
+
+
 def _line_settings(doc, pos: Position | None, levers: Levers) -> tuple[tuple[str, str, str], ...]:
     if not levers.knob or pos is None or not 0 <= pos[0] < len(doc.index.lines):
         return ()
-    found = line_settings(doc.index.lines[pos[0]])
-    return tuple((key.rsplit(".", 1)[-1], knob.value, knob.text) for key, knob in found.items()
-                 if "." not in key)
+    return line_knobs(doc.index.lines[pos[0]])
 
 
 def build_query(
@@ -304,19 +318,19 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
                 start = index.starts[row] if row < len(index.starts) else n
                 end = start + len(index.lines[row]) if row < len(index.lines) else n
                 basis = "line"
-    text, groups = _refine(_text(doc, start, end, text_start, scope_def if basis == "definition" else None),
-                           levers)
+    focus = _focus(doc, pos, basis, levers) if scope != "lens" else ()
+    text, groups = _near_aliases(_text(doc, start, end, text_start, scope_def if basis == "definition" else None),
+                                 focus, word, levers)
     cls = _class_of(doc, scope_def) if levers.class_bag and basis == "definition" else None
     arch = _bag(doc, start, end, whole=basis == "file", cls=cls)
     return BuiltQuery(text, arch, scope_def, word, basis,
                       (index.position(start), index.position(end)), doc.lang, word_range, _ask(text, word),
-                      hints=Hints(_focus(doc, pos, basis, levers) if scope != "lens" else (),
-                                  _line_settings(doc, pos, levers), groups))
+                      hints=Hints(focus, _line_settings(doc, pos, levers), groups, tuple(tokenize(word)) if word else ()))
 
 
 __all__ = [
     "BuiltQuery", "Definition", "build_query", "definitions", "architecture_bag",
     "find_definition", "encloses", "related", "innermost", "language_for_path", "LineIndex",
     "position_to_index", "index_to_position", "utf16_len", "utf16_to_index", "index_to_utf16",
-    "clear_cache", "split_lines", "retrieval_query", "Levers", "ALL_ON", "Hints", "NO_HINTS",
+    "clear_cache", "split_lines", "retrieval_query", "Levers", "ALL_ON", "Hints", "NO_HINTS", "line_knobs",
 ]

@@ -11,16 +11,25 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   match strength: the idf of the matched terms (one idea's aliases once) must add up to
   `evidence.MIN_STRENGTH`, since lexical is normalised to 1 for the best match however weak it is.
 * `cursor` — the terms of the cursor's own line reorder a large scope's ranking: a record that
-  matches the line the hover is on comes before one that only matches the rest of the function.
+  matches the line the hover is on comes before one that only matches the rest of the function;
+  and in find-related a record matching the word under the cursor passes the gate's evidence rule
+  with that one term (the word the user points at is no coincidence).
 * `class_bag` — a method's component bag is its class's (`__init__`, `setup`, `build`, `@compact`
   all build the parts `forward`/`__call__`/`call` use), and a class's own name and bases join it.
-* `aliases` — the curated ML vocabulary of `vocabulary.ALIASES` (`freqs_cis` ↔ rotary/RoPE…).
-  **Off by default**: it lifted the tune probes but cost the held-out third must-see recall
-  (R@3 0.766 → 0.740), so it is not kept; `{"aliases": true}` switches it on.
-* `knob` — a setting on the cursor's line equal to a record's `key=value` (equal as numbers) puts
-  that record first after the ties, labelled "same setting"; the same knob at another value follows.
-* `siblings` — records of the same experiment as a tied or top record (same name stem, "re-run of"
-  its name) follow it.
+* `aliases` — the curated ML vocabulary of `vocabulary.ALIASES` (`freqs_cis` ↔ rotary/RoPE…),
+  applied to the ideas named near the cursor (its line, the word under it). Expanding every term of
+  the scope lifted the tune probes but cost the held-out third (R@3 0.859 → 0.797); near the
+  cursor it helps both, so that is what ships.
+* `knob` — a setting on the cursor's line equal to a record's `key=value` (equal as numbers) is
+  strong evidence: the runs *about* that knob (its word in their name) come first after the ties,
+  labelled "same setting", then the same knob's other values, then runs that mention the same
+  setting in passing; and a line setting the value a dead end about the knob ran with gets a
+  dead-end warning (docs/spec.md §4.5).
+* `siblings` — records of the same experiment as a tier's, a tied or the top record (same name stem
+  at another setting, "re-run of" its name) follow it right after it.
+* `dead_ends` — a dead end does not age: the gate and the order read a dead end's score with the
+  recency it lost given back (`soma_lsp.server.standing`), so a year-old dead end that matches
+  as well as last week's run is shown beside it.
 """
 
 from __future__ import annotations
@@ -33,9 +42,10 @@ class Levers:
     strength: bool = True
     cursor: bool = True
     class_bag: bool = True
-    aliases: bool = False  # measured, not kept (see above)
+    aliases: bool = True
     knob: bool = True
     siblings: bool = True
+    dead_ends: bool = True
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

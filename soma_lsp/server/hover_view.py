@@ -86,6 +86,14 @@ def commit_evidence(tie: CommitTie, text=plain, code=str) -> str:
     return out
 
 
+def origin_line(record: Record, text) -> str:
+    """`from MLflow tracking server … · experiment rope · run page http[:]//…`: where a tracker's run
+    came from and how to open it. The run page is shown inert (defanged by `text`, like all record
+    text), not as a link: the server writes links only from its own data (server.markdown)."""
+    page = f" · run page {text(record.url, 300)}" if record.url else ""
+    return f"from {text(record.origin, 200)}{page}"
+
+
 def _entries(view: HoverView) -> list[Entry]:
     why = dict(view.labels)
     return [Entry(scored, scored.record.status.value, scored.dead_end, tied,
@@ -136,7 +144,7 @@ def _results_markdown(view: HoverView) -> str:
         if e.commit:
             out.append("⚓ " + commit_evidence(e.commit, escape, lambda name: f"`{name}`"))
         if record.origin:
-            out.append(f"from {escape(record.origin, 200)}")
+            out.append(origin_line(record, escape))
         details = [f"{label}: " + ", ".join(escape(t, 40) for t in values[:12])
                    for label, values in (("matched", parts.matched_terms), ("shared", parts.shared_components))
                    if values]
@@ -165,7 +173,7 @@ def _results_plain(view: HoverView) -> str:
         if e.commit:
             out.append(f"  ⚓ {commit_evidence(e.commit)}")
         if record.origin:
-            out.append(f"  from {plain(record.origin, 200)}")
+            out.append(f"  {origin_line(record, plain)}")
         out += [f"  {label}: " + ", ".join(values[:12])
                 for label, values in (("matched", parts.matched_terms), ("shared", parts.shared_components))
                 if values]
@@ -194,5 +202,5 @@ def _card_rows(record: Record, now: datetime | None, text) -> list[tuple[str, st
     if record.tags:
         rows.append(("tags", text(", ".join(record.tags[:12]), 200)))
     if record.origin:
-        rows.append(("from", text(record.origin, 200)))
+        rows.append(("from", origin_line(record, text).removeprefix("from ")))
     return rows

@@ -28,7 +28,7 @@ builder, never a feature or the session.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..pool.commit_ties import CommitTie
@@ -36,6 +36,8 @@ from ..query import ALL_ON, NO_HINTS, Definition, Hints, Levers, find_definition
 from ..records import Record
 from ..retrieval import LiveIndex, RetrievalQuery, ScoredRecord
 from . import evidence
+from .embedder import Similarity
+from .standing import max_lift, standing
 
 #: Distinct matched query terms a ranked record needs in a code scope (or a shared component).
 MIN_MATCHED_TERMS = 2
@@ -119,34 +121,47 @@ def _tie_order(scored: ScoredRecord) -> tuple:
     return (not scored.dead_end, -scored.score, scored.record.id)
 
 
-def has_evidence(scored: ScoredRecord, min_terms: int) -> bool:
+def has_evidence(scored: ScoredRecord, min_terms: int, pointed: Sequence[str] = ()) -> bool:
+    """`min_terms` matched terms or a shared component — or, asked for (find-related, not a hover),
+    a term of the word under the cursor (`pointed`): the word the user points at is no coincidence."""
     parts = scored.components
-    return len(parts.matched_terms) >= min_terms or bool(parts.structural)
+    return (len(parts.matched_terms) >= min_terms or bool(parts.structural)
+            or not set(pointed).isdisjoint(parts.matched_terms))
 
 
 def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], *, min_score: float,
                  limit: int | None, count: bool = True, min_terms: int = MIN_MATCHED_TERMS,
                  count_cap: int = COUNT_CAP, levers: Levers = ALL_ON, hints: Hints = NO_HINTS,
-                 unasked: bool = False) -> Related:
+                 unasked: bool = False, similarity: Similarity | None = None) -> Related:
     """Ties first (scored with the same query), then the gated ranking without them, arranged by
     the levers' evidence (`arrange`, with the built query's `hints`).
 
     `unasked`: for a hover, which must stay quiet where nothing relates: the strength gate drops weak
     ranked records there (lever `strength`), not from find-related (lenses: `worth_a_lens`).
     `limit` bounds what is returned (None: everything up to COUNT_CAP); with `count`, the gated
-    ranking is read to `count_cap` to say how many there are in all."""
+    ranking is read to `count_cap` to say how many there are in all. `similarity` (an embedder's,
+    `server.embedder`, off by default) adds its bonus to each gated record's standing in the order."""
     tied = list(tied)
     tied_ids = [t.record.id for t in tied]
     tied_scored = sorted(index.score(query, tied_ids), key=_tie_order)
     tied_set = set(tied_ids)
     want = count_cap if (count or limit is None) else max(0, limit - len(tied_scored))
     read = count_cap if levers.strength and unasked else want  # the strength gate may drop some: read on
+    floor = max(0.0, min_score - max_lift(query.weights)) if levers.dead_ends and min_score > 0 else min_score
     ranked_all = index.rank(_with_limit(query, max(want, read) + len(tied_set)), relevant_only=True,
-                            min_score=min_score)
-    ranked = [s for s in ranked_all if s.record.id not in tied_set and has_evidence(s, min_terms)]
+                            min_score=floor)
+    pointed = hints.word if levers.cursor and not unasked else ()
+    ranked = [s for s in ranked_all if s.record.id not in tied_set and has_evidence(s, min_terms, pointed)
+              and standing(s, levers.dead_ends) >= min_score]
+    bonus = similarity(ranked) if similarity is not None else {}
+
+    def order(s: ScoredRecord) -> float:
+        return standing(s, levers.dead_ends) + bonus.get(s.record.id, 0.0)
+    if levers.dead_ends or bonus:
+        ranked.sort(key=lambda s: (-order(s), s.record.id))
     capped = len(ranked_all) >= want + len(tied_set) and want > 0
     ranked, labels = arrange(index, query, tied_scored, ranked, gate=unasked and min_terms > 1,
-                             levers=levers, hints=hints)
+                             levers=levers, hints=hints, order=order)
     total = len(tied_scored) + len(ranked)
     if limit is not None:
         ranked = ranked[: max(0, limit - len(tied_scored))]
@@ -169,36 +184,62 @@ def worth_a_lens(index: LiveIndex, related: Related, *, levers: Levers, hints: H
 
 
 def arrange(index: LiveIndex, query: RetrievalQuery, tied: Sequence[ScoredRecord],
-            ranked: list[ScoredRecord], *, gate: bool, levers: Levers,
-            hints: Hints) -> tuple[list[ScoredRecord], tuple[tuple[str, str], ...]]:
+            ranked: list[ScoredRecord], *, gate: bool, levers: Levers, hints: Hints,
+            order: Callable[[ScoredRecord], float] = lambda s: s.score,
+            ) -> tuple[list[ScoredRecord], tuple[tuple[str, str], ...]]:
     """The issue-20 levers on a gated ranking (see `evidence`): the strength gate, the cursor's line,
-    then the knob tier and siblings, which pass the gate whatever their score."""
+    then the tiers, which pass the gate whatever their score: the records that set a knob of the
+    cursor's line (`evidence.knob_front`), each followed by its siblings; then the top ranked record,
+    which keeps its place; then the siblings of the ties and of that top record."""
     if levers.strength and gate and ranked:
         idf = index.idf_of(t for s in ranked for t in s.components.matched_terms)
         ranked = [s for s in ranked if evidence.strong(s, idf, hints.aliases, n_records=len(index))]
     if levers.cursor:
-        ranked = evidence.focus_order(ranked, hints.focus)
-    labels: dict[str, str] = {}
-    if levers.knob:
-        labels.update(evidence.knob_tier(index, hints.settings))
-    shown = {s.record.id for s in tied}
-    front = [i for i in labels if i not in shown]
-    if levers.siblings:
-        anchors = [s.record for s in tied] + [index.get(i) for i in front] + [s.record for s in ranked[:1]]
-        skip = shown | set(front)
-        for record_id, label in evidence.siblings_of(index, [a for a in anchors if a is not None], skip):
-            labels.setdefault(record_id, label)
-        if ranked and not front:  # the top ranked record keeps its place; its siblings follow it
-            front = [ranked[0].record.id]
-        front += [i for i in labels if i not in shown and i not in front]
-    if not front:
+        ranked = evidence.focus_order(ranked, hints.focus, key=order)
+    knobs = evidence.knob_front(index, hints.settings) if levers.knob else []
+    tiers = Tiers(index, {s.record.id for s in tied}, levers.siblings, dict(knobs))
+    for record_id, _ in knobs:
+        tiers.place(record_id)
+    top = [s.record.id for s in ranked[:1]]
+    for record_id in top:  # the top ranked record keeps its place …
+        tiers.place(record_id, follow=False)
+    for record_id in [s.record.id for s in tied] + top:  # … the siblings of the ties and of it follow
+        tiers.follow(record_id)
+    if not tiers.front:
         return ranked, ()
+    front = tiers.front
     by_id = {s.record.id: s for s in ranked}
     missing = [i for i in front if i not in by_id]
     by_id.update({s.record.id: s for s in index.score(query, missing)})
     head = [by_id[i] for i in front if i in by_id]
     rest = [s for s in ranked if s.record.id not in set(front)]
-    return head + rest, tuple((i, labels[i]) for i in front if i in labels)
+    return head + rest, tuple((i, tiers.labels[i]) for i in front if i in tiers.labels)
+
+
+class Tiers:
+    """The front of a shown list being built: each record placed may bring its siblings right after
+    it (lever `siblings`) — the same experiment at another setting ranks with it. A record keeps the
+    label it came with (`labels`: a knob tier's "same setting …") when it is also a sibling."""
+
+    def __init__(self, index: LiveIndex, shown: set[str], siblings: bool, labels: dict[str, str]) -> None:
+        self.index, self.placed, self.siblings = index, set(shown), siblings
+        self.front: list[str] = []
+        self.labels = labels
+
+    def place(self, record_id: str, *, follow: bool = True) -> None:
+        if record_id not in self.placed:
+            self.placed.add(record_id)
+            self.front.append(record_id)
+            if follow:
+                self.follow(record_id)
+
+    def follow(self, record_id: str) -> None:
+        """The siblings of a placed (or tied) record, right after it."""
+        record = self.index.get(record_id) if self.siblings else None
+        if record is not None:
+            for sibling, label in evidence.siblings_of(self.index, [record], self.placed):
+                self.labels.setdefault(sibling, label)
+                self.place(sibling, follow=False)
 
 
 def _with_limit(query: RetrievalQuery, limit: int) -> RetrievalQuery:

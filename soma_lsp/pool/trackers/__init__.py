@@ -16,22 +16,32 @@ The product never imports mlflow or wandb: these read the stores' files, tables 
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 from collections.abc import Iterable, Mapping
 
-from .mlflow_files import FileStore, is_store
-from .mlflow_rest import TrackingServer
-from .mlflow_sqlite import SqliteStore
+from .mlflow_files import FileStore, is_experiment, is_store
 from .source import TrackerError, TrackerSource
 from .wandb_dir import WandbFolder, is_folder
 
+#: imported when first used (`__getattr__`, `source_for`): their `urllib`/`http` and `sqlite3` cost a
+#: command that reads a folder of record files ~50 ms of its start
+_LAZY = {"TrackingServer": ".mlflow_rest", "SqliteStore": ".mlflow_sqlite"}
+
 __all__ = ["FileStore", "SqliteStore", "TrackerError", "TrackerSource", "TrackingServer", "WandbFolder",
-           "is_uri", "resolve_uri", "source_for", "split_entries"]
+           "is_tracker_folder", "is_uri", "layout_of", "resolve_uri", "source_for", "split_entries"]
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 _PORT = re.compile(r"\d+(/.*)?")
 URI_SCHEMES = ("http://", "https://", "sqlite://")
+_WANDB_RUN = re.compile(r"(offline-)?run-\d{8}_\d{6}-\w+")  # W&B's run folders: run-20261205_093000-abc123
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def is_uri(entry: str) -> bool:
@@ -73,15 +83,33 @@ def resolve_uri(entry: str, folders: Iterable[os.PathLike | str]) -> list[str]:
     return list(dict.fromkeys("sqlite:///" + os.path.realpath(os.path.join(os.fspath(f), path)) for f in folders))
 
 
+def is_tracker_folder(path: str) -> bool:
+    """A folder laid out as an MLflow file store (`mlruns/`) or a W&B folder (`wandb/`)."""
+    return is_store(path) or is_folder(path)
+
+
+def layout_of(folder: str, subfolders: Iterable[str]) -> str | None:
+    """What tracker's folder `folder` is, judged from the names of its sub-folders (a listing the
+    caller already has): "a W&B folder" (`run-<date>_<time>-<id>`, `offline-run-…`), "an MLflow
+    file store" (a numbered experiment folder with its `meta.yaml`), else None. Cheap enough for every
+    folder of a pool walk: only numbered sub-folders cost a look inside."""
+    names = list(subfolders)
+    if any(_WANDB_RUN.fullmatch(name) for name in names):
+        return "a W&B folder"
+    if any(name.isdigit() and is_experiment(os.path.join(folder, name)) for name in names):
+        return "an MLflow file store"
+    return None
+
+
 def source_for(entry: str, environ: Mapping[str, str] | None = None) -> TrackerSource | None:
     """The tracker source a (resolved) pool entry names, or None for a folder of soma records. A folder
     is a tracker by its layout when the pool opens: `mlruns/` (experiment folders with `meta.yaml`) or
     `wandb/` (`run-*` / `offline-run-*` folders)."""
     lower = entry.lower()
     if lower.startswith(("http://", "https://")):
-        return TrackingServer(entry, environ)
+        return __getattr__("TrackingServer")(entry, environ)
     if lower.startswith("sqlite:///"):
-        return SqliteStore(entry[len("sqlite:///"):])
+        return __getattr__("SqliteStore")(entry[len("sqlite:///"):])
     if is_store(entry):
         return FileStore(entry)
     if is_folder(entry):

@@ -2,7 +2,8 @@
 `LivePool.sync_tracker` when its store may have changed.
 
 * A folder (`mlruns/`, `wandb/`): watchfiles' Rust backend over it; each debounced burst of events
-  names the run folders to stat-scan (`hint`), not the whole store.
+  names the run folders to stat-scan (`hint`), not the whole store. A source with `rescan_seconds`
+  (W&B: 60) is also scanned whole that often, for what no event tells (a run whose log went still).
 * SQLite: every `sqlite_seconds` the cheap `changed()` check (the database and WAL files' stat,
   `PRAGMA data_version`); a change means a quick sync of the `runs` table (new, ended, deleted runs),
   then — at most every `sqlite_full_seconds` — a full one (tag, note and metric edits).
@@ -94,14 +95,20 @@ class TrackerFollower:
                 if os.path.isdir(path):
                     self.pool.sync_tracker(source)
                 continue
+            rescan = source.rescan_seconds
             with RustNotify([path], False, False, 300, True, True) as notify:
                 ready.set()
+                last_full = time.monotonic()
                 while os.path.isdir(path):
-                    raw = notify.watch(self.debounce_ms, self.step_ms, 0, self._stop)
+                    wait_ms = 0 if rescan is None else max(1, int((last_full + rescan - time.monotonic()) * 1000))
+                    raw = notify.watch(self.debounce_ms, self.step_ms, wait_ms, self._stop)
                     if raw in ("stop", "signal") or self._stop.is_set():
                         return
                     if raw != "timeout":
                         self.pool.sync_tracker(source, {changed for _, changed in raw})
+                    if rescan is not None and time.monotonic() - last_full >= rescan:
+                        self.pool.sync_tracker(source)  # what no event tells: a run gone still (crashed)
+                        last_full = time.monotonic()
             self.pool.sync_tracker(source)  # the folder went away: its runs go too
 
     def _poll_sqlite(self, source, ready: threading.Event) -> None:

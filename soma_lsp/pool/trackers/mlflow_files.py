@@ -35,13 +35,23 @@ def is_store(path: str) -> bool:
             for entry in entries:
                 if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
                     continue
-                meta = os.path.join(entry.path, META)
-                if os.path.isfile(meta):
-                    with open(meta, "rb") as f:
-                        return b"experiment_id" in f.read(65536)
+                found = is_experiment(entry.path)
+                if found is not None:
+                    return found
     except OSError:
         return False
     return False
+
+
+def is_experiment(folder: str) -> bool | None:
+    """Whether `folder/meta.yaml` names an `experiment_id`; None when there is no such file."""
+    try:
+        with open(os.path.join(folder, META), "rb") as f:
+            return b"experiment_id" in f.read(65536)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    except OSError:
+        return False
 
 
 class FileStore(FolderSource):

@@ -46,6 +46,8 @@ class TrackerSource:
     #: how it is followed live: "watch" (a folder: watch `path`), "poll" (SQLite: cheap `changed()`
     #: checks), "server" (REST: `scan("poll")` every pollSeconds, a full scan now and then)
     follow = "watch"
+    #: a watched folder is also scanned whole this often (seconds), for changes no event reports; None: never
+    rescan_seconds: float | None = None
 
     def __init__(self, entry: str, prefix: str) -> None:
         self.entry = entry

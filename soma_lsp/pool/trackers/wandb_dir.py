@@ -13,11 +13,14 @@ per run and re-reads only runs that changed. A log this reader cannot follow mak
 
 from __future__ import annotations
 
+import configparser
 import json
 import os
+import time
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Any
+from urllib.parse import quote
 
 import yaml
 
@@ -29,6 +32,9 @@ from .source import FolderSource, Scan, everything, fingerprint, stat_of
 
 PREFIXES = ("run-", "offline-run-")
 FILES = ("files/config.yaml", "files/wandb-summary.json", "files/wandb-metadata.json")
+SETTINGS = "settings"  # the folder's own W&B settings (`[default] base_url = …`)
+CLOUD = "https://api.wandb.ai"
+STILL_SECONDS = 300.0  # a log without an exit record unchanged this long: the run crashed
 
 
 def is_folder(path: str) -> bool:
@@ -42,6 +48,11 @@ def is_folder(path: str) -> bool:
 
 class WandbFolder(FolderSource):
     kind = "W&B run folder"
+    rescan_seconds = 60.0
+
+    def __init__(self, path: str, *, still_seconds: float = STILL_SECONDS) -> None:
+        super().__init__(path)
+        self.still_seconds = still_seconds
 
     def scan(self, hint: Iterable[str] | None = None) -> Scan:
         if hint is None:
@@ -56,6 +67,8 @@ class WandbFolder(FolderSource):
             keys = {os.path.join(self.path, name) for name in names}
             covers = keys.__contains__
         found = {}
+        settings = stat_of(os.path.join(self.path, SETTINGS))
+        app = app_url(self.path)
         for name in sorted(names):
             run_dir = os.path.join(self.path, name)
             if os.path.islink(run_dir) or not os.path.isdir(run_dir):
@@ -63,11 +76,14 @@ class WandbFolder(FolderSource):
             files = {rel: stat_of(os.path.join(run_dir, rel)) for rel in (*FILES, _log_name(name))}
             if not any(files.values()):
                 continue  # not written yet
-            stamp = fingerprint(sorted(files.items()))
-            found[run_dir] = (stamp, lambda run_dir=run_dir, name=name, stamp=stamp: self._load(run_dir, name, stamp))
+            log = files[_log_name(name)]
+            still = log is not None and time.time_ns() - log[1] >= self.still_seconds * 1e9
+            stamp = fingerprint(sorted(files.items()), settings, still)  # (going still changes the status)
+            found[run_dir] = (stamp, lambda run_dir=run_dir, name=name, stamp=stamp, still=still:
+                              self._load(run_dir, name, stamp, app, still))
         return Scan(found, covers)
 
-    def _load(self, run_dir: str, name: str, stamp) -> FileLoad:
+    def _load(self, run_dir: str, name: str, stamp, app: str, still: bool) -> FileLoad:
         run_id = name.rsplit("-", 1)[-1]
         problems: list[Problem] = []
         log = wandb_log.RunLog()
@@ -90,9 +106,10 @@ class WandbFolder(FolderSource):
         if log.exit_code is not None:
             status = "finished" if log.exit_code == 0 else "failed"
         elif os.path.isfile(log_path):
-            status = "running"
+            status = "crashed" if still else "running"
         started = _started(metadata.get("startedAt"))
         project = log.project or "?"
+        online = name.startswith("run-") and log.entity and log.project
         run = Run(id=log.id or run_id, name=log.name, status=status,
                   start_ms=started or (log.start_seconds * 1000 if log.start_seconds else None),
                   notes=log.notes, tags={tag: "" for tag in log.tags},
@@ -100,9 +117,30 @@ class WandbFolder(FolderSource):
                   metrics={k: v for k, v in summary.items() if not k.startswith("_")
                            and isinstance(v, int | float) and not isinstance(v, bool)},
                   commit=git.get("commit") or log.commit, repo=git.get("remote") or log.remote,
+                  url="/".join([app, *map(_part, (log.entity, log.project)), "runs", _part(log.id or run_id)])
+                  if online else None,
                   origin=f"{self.kind} {self.path} · project {project}",
                   patch=patch if os.path.isfile(patch := os.path.join(run_dir, "files", "diff.patch")) else None)
         return run_load(run_dir, run, stamp, problems)
+
+
+def app_url(folder: str) -> str:
+    """The W&B UI's address for runs logged from `folder`: its `settings` file's `base_url` (the API),
+    else W&B's cloud, made the UI's as wandb does it (`api.wandb.ai` → `wandb.ai`, `api.x` → `app.x`,
+    anything else — a local server — as it is)."""
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read(os.path.join(folder, SETTINGS), encoding="utf-8")
+    except (configparser.Error, OSError, UnicodeDecodeError):
+        pass
+    base = parser.get("default", "base_url", fallback="").strip().rstrip("/") or CLOUD
+    if "://api.wandb." in base:
+        return base.replace("://api.", "://", 1)
+    return base.replace("://api.", "://app.", 1)
+
+
+def _part(text: str) -> str:
+    return quote(text, safe="=+&$@")  # (the characters wandb leaves as they are in its run URLs)
 
 
 def _runs(path: str) -> set[str]:

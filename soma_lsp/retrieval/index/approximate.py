@@ -82,37 +82,75 @@ class _ApproximatePass:
         sum of m values)."""
         columns, w = self._columns, q.weighting
         f32 = np.float32
-        delta = 64 * 2.0 ** -24
-        with np.errstate(over="ignore"):  # an infinite factor is handled below
-            factor = T.decay_factor(w["t_ref"], q.now, q.half_life_days) if q.now is not None else 0.0
-        if q.now is not None and factor < 2.0 ** 64:  # beyond, float32 could overflow: no recency here
-            score = w["float32"]["recency_weighted"] * f32(factor)
-            order, times = self._by_time()
-            future = order[np.searchsorted(times, q.now):]  # recency 1.0, not the decayed value
-            score[future] = w["float32"]["recency"][future]
-            score += w["float32"]["importance"]
-        else:
-            score = w["float32"]["importance"].copy()
-            if q.now is not None:  # recency ∈ [0, 1] is unknown here: widen the margin by its weight
-                delta += float(w["float32"]["recency"].max(initial=0.0))
-        if approximate is not None:
-            lexical = w["float32"]["lexical"] * approximate.bm25
-            lexical *= f32(1.0 / approximate.top)
-            score += lexical
+        static, delta = self._static_part(q)
+        if approximate is not None:  # w'·bm25 / max bm25 + the static part: no copy of the latter
+            score = np.multiply(w["float32"]["lexical"], approximate.bm25)
+            score *= f32(1.0 / approximate.top)
+            score += static
             delta += 3 * approximate.error  # a ratio of two values each within ε, times w' ≤ 1
+        else:
+            score = static.copy()
         shared = self._shared_everywhere(q, np.float32) if q.bag_total > 0 else None
-        if shared is not None:
-            structural = shared / (f32(q.bag_total) + w["float32"]["arch_total"] - shared)
-            structural *= w["float32"]["structural"]
-            score += structural
-            delta += (2 * len(q.bag) + 8) * 2.0 ** -24
-        score[self._dead()] = -np.inf
+        relevant = None
         if relevant_only:
             relevant = (approximate.bm25 > 0) if approximate is not None else np.zeros(columns.size, bool)
             if shared is not None:
                 relevant |= shared > 0
+        if shared is not None:  # w'·shared / (Σ q + Σ r − shared), in place (`shared` is not needed after)
+            structural = np.subtract(self._denominators(q), shared)
+            shared *= w["float32"]["structural"]
+            np.divide(shared, structural, out=structural)
+            score += structural
+            delta += (2 * len(q.bag) + 8) * 2.0 ** -24
+        score[self._dead()] = -np.inf
+        if relevant is not None:
             score[~relevant] = -np.inf
         return _top_within(score, limit, 2 * delta)
+
+    def _denominators(self, q: "_Query") -> np.ndarray:
+        """Σ q + Σ r per slot in float32, kept per weighting and Σ q (a file's hovers share their
+        architecture; most queries name as many components)."""
+        kept = q.weighting["denominators"]
+        found = kept.get(q.bag_total)
+        if found is None:
+            if len(kept) >= tuning.STATIC_PARTS_KEPT:
+                kept.pop(next(iter(kept)))
+            found = kept[q.bag_total] = np.add(q.weighting["float32"]["arch_total"], np.float32(q.bag_total))
+            found.flags.writeable = False
+        return found
+
+    def _static_part(self, q: "_Query") -> tuple[np.ndarray, float]:
+        """The query-independent part of the approximate score — w'·recency + w'·importance in float32 —
+        and its error margin, kept per weighting and `now` (hovers round `now` to the minute, so a
+        stream of queries shares it): one copy per query instead of a few passes over every slot."""
+        kept = q.weighting["static"]  # a fresh dict per weighting, so per layout too
+        found = kept.get(q.now)
+        if found is None:
+            if len(kept) >= tuning.STATIC_PARTS_KEPT:
+                kept.pop(next(iter(kept)))
+            found = kept[q.now] = self._assembled_static_part(q)
+        return found
+
+    def _assembled_static_part(self, q: "_Query") -> tuple[np.ndarray, float]:
+        """A few roundings of values ≤ 1, each off by at most u = 2⁻²⁴: 64·u bounds the whole
+        approximate score's assembly (see `_candidates`); plus recency's whole weight when the decay
+        factor would overflow float32 (then recency ∈ [0, 1] is left out)."""
+        w = q.weighting["float32"]
+        delta = 64 * 2.0 ** -24
+        with np.errstate(over="ignore"):  # an infinite factor is handled below
+            factor = T.decay_factor(q.weighting["t_ref"], q.now, q.half_life_days) if q.now is not None else 0.0
+        if q.now is not None and factor < 2.0 ** 64:  # beyond, float32 could overflow: no recency here
+            score = w["recency_weighted"] * np.float32(factor)
+            order, times = self._by_time()
+            future = order[np.searchsorted(times, q.now):]  # recency 1.0, not the decayed value
+            score[future] = w["recency"][future]
+            score += w["importance"]
+        else:
+            score = w["importance"].copy()
+            if q.now is not None:  # recency ∈ [0, 1] is unknown here: widen the margin by its weight
+                delta += float(w["recency"].max(initial=0.0))
+        score.flags.writeable = False
+        return score, delta
 
     def _by_time(self) -> tuple[np.ndarray, np.ndarray]:
         """Timed slots in time order, and their times (per layout)."""

@@ -71,13 +71,19 @@ class _ExactPass:
         return shared
 
     def _shared_everywhere(self, q: "_Query", dtype: type) -> np.ndarray:
-        """Σ_c min(q_c, r_c) at every slot, scattered from the postings, component by component in
-        query order, in `dtype` (float32 for the approximate pass)."""
+        """Σ_c min(q_c, r_c) at every slot, component by component in query order, in `dtype` (float32
+        for the approximate pass). A component in many slots, each counting at least q_c, adds q_c
+        through its presence vector (`_presence`: one pass over the slots, where scattering that many
+        costs 5–10× more); the others are scattered from the postings."""
         shared = np.zeros(self._columns.size, dtype=dtype)
         parts = self._per_layout().setdefault("components", {})  # (segment, key) → (least count, slots)
         wide = self._contributions.fits_wide(self._components.posted)
         for key, q_count in zip(self._components.keys_of(list(q.bag)).tolist(), q.bag.values()):
             if key < 0:
+                continue
+            presence = self._presence(key)
+            if presence is not None and presence[1] >= q_count:  # min(q_c, r_c) = q_c wherever present
+                shared += presence[0] if q_count == 1 else presence[0] * dtype(q_count)
                 continue
             for segment, slots, counts in self._components.lookup(key):
                 found = parts.get((segment, key))
@@ -89,6 +95,24 @@ class _ExactPass:
                 else:
                     np.add.at(shared, slots, np.minimum(counts.astype(dtype, copy=False), dtype(q_count)))
         return shared
+
+    def _presence(self, key: int) -> tuple[np.ndarray, float] | None:
+        """Which slots post this component (a boolean per slot) and its least count there, for a
+        component in at least 1/PRESENCE_FRACTION of the slots (None for the others); per layout.
+        Adding a boolean vector costs a fixed pass (17 µs at 100k slots) where a scatter costs per
+        slot (100 µs for 35% of them); a byte per slot keeps the vectors of every common component small."""
+        kept = self._per_layout().setdefault("presence", {})
+        if key not in kept:
+            size = self._columns.size
+            if self._components.doc_freq[key] * tuning.PRESENCE_FRACTION < size:
+                kept[key] = None
+            else:
+                present, floor = np.zeros(size, dtype=bool), np.inf
+                for _, slots, counts in self._components.lookup(key):
+                    present[slots] = True
+                    floor = min(floor, float(counts.min()))
+                kept[key] = (present, floor)
+        return kept[key]
 
     def _exact(self, q: "_Query", slots: np.ndarray, approximate: "_Approximate | None") -> dict[str, Any]:
         """Exact components and scores of these slots. The lexical max is exact too: it is looked up
