@@ -35,8 +35,10 @@ _mine = threading.local()  # `answering` in this thread (a request's own work ne
 
 
 @contextlib.contextmanager
-def answering() -> Iterator[None]:
-    """Mark the calling thread's work as a request's (background work pauses meanwhile)."""
+def answering(linger: float = 0.0) -> Iterator[None]:
+    """Mark the calling thread's work as a request's (background work pauses meanwhile, and for
+    `linger` seconds more than `QUIET` after it: the work it starts elsewhere — a pool change's
+    refreshed warnings — goes first too)."""
     global _answering, _last_end
     with _changed:
         _answering += 1
@@ -47,7 +49,7 @@ def answering() -> Iterator[None]:
         _mine.answering = False
         with _changed:
             _answering -= 1
-            _last_end = time.monotonic()
+            _last_end = max(_last_end, time.monotonic() + linger)
             _changed.notify_all()
 
 

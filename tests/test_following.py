@@ -147,3 +147,12 @@ def test_a_stream_of_requests_slows_background_work_down_without_stopping_it(mon
 def one_table_at_a_time():
     yield
     evidence._table_now = None
+
+
+def test_work_that_starts_more_elsewhere_keeps_background_work_waiting_a_little_longer(monkeypatch):
+    monkeypatch.setattr(foreground, "QUIET", 0.0)
+    with foreground.answering(linger=0.2):
+        pass
+    started = time.monotonic()
+    foreground.pause()
+    assert time.monotonic() - started >= 0.2 - 0.05

@@ -15,6 +15,10 @@ from .loader import SUFFIXES
 
 log = logging.getLogger(__name__)
 
+#: How long after a burst is applied the server's background work still waits (`foreground`): the
+#: open documents' warnings are refreshed from the event loop and the query threads meanwhile.
+LINGER = 0.05
+
 
 class PoolWatcher:
     """Watch a pool's roots and apply each debounced burst of changes.
@@ -123,9 +127,9 @@ class PoolWatcher:
 
     def _apply(self, paths: set[str]) -> None:
         """Apply a burst: work a user waits for (the warnings it changes), so the server's background
-        work steps aside meanwhile (`foreground`)."""
+        work steps aside meanwhile and until the warnings are refreshed (`foreground`, `LINGER`)."""
         try:
-            with foreground.answering():
+            with foreground.answering(linger=LINGER):
                 self.pool.apply(paths)
         except Exception as error:  # noqa: BLE001
             self._report(error)
