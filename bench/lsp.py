@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import re
 import shutil
@@ -120,7 +121,7 @@ async def pool_changes(client: SomaClient, workspace: Path, uri: str, rounds: in
     for i in range(rounds):
         record_id = f"pool-change-{i}"
         part, landed = workspace / f"{record_id}.part", workspace / ".soma" / "pool" / f"{record_id}.json"
-        part.write_bytes(orjson.dumps({"id": record_id, **CHANGED_RECORD}))
+        part.write_text(json.dumps({"id": record_id, **CHANGED_RECORD}))
         for change, shown in ((lambda: os.replace(part, landed), True), (landed.unlink, False)):
             await asyncio.sleep(0.3)  # > POOL_REFRESH_DELAY: the first change of a burst
             started = time.perf_counter()
