@@ -43,8 +43,8 @@ class Knob(NamedTuple):
 def knob_settings(text: str | None) -> dict[str, Knob]:
     """The `key=value` (or `key: value`) settings in `text` by lower-cased key (the last one wins
     when a key repeats)."""
-    if not text:
-        return {}
+    if not text or ("=" not in text and ":" not in text):  # (the pattern's scan costs ~0.4 ms a record;
+        return {}                                              # most prose has neither sign)
     return {key.lower(): Knob(canonical_value(value), value) for key, value in _SETTING.findall(text)}
 
 
