@@ -9,7 +9,8 @@ runs: right after every load and every pool change (measured at 100k records: ne
 p50 4 → 57 ms, docs/benchmarks.md § LSP). So the work a user waits for marks itself
 (`answering`, around every feature's computation, `Session.run_query`, and a watched pool change
 being applied, `PoolWatcher`), and background loops call
-`pause()` every few hundred items: it returns at once when no request is being answered, else once
+`pause()` every `STEP` items (a step must stay short: once begun it shares the interpreter with the
+request, halving its speed): it returns at once when no request is being answered, else once
 none has been for `QUIET` seconds (the answer is still being written out by the event loop then),
 and never waits longer than `MAX_WAIT` in one call, so a stream of requests slows the background
 work down without stopping it.
@@ -27,6 +28,9 @@ from collections.abc import Iterator
 QUIET = 0.01
 #: The longest one `pause()` waits: background work always moves on.
 MAX_WAIT = 0.5
+#: Records a background loop handles between two `pause()` calls (≈ 1–3 ms of work; a call that
+#: finds nothing to wait for costs a fraction of a microsecond).
+STEP = 32
 
 _changed = threading.Condition()
 _answering = 0

@@ -75,9 +75,6 @@ class Runs:
     """The `CommitRun` of every record naming a commit, kept in step with one index (module
     docstring). `version` moves whenever a run is added, changed or removed."""
 
-    #: A whole pass over the records steps aside for requests this often (records).
-    STEP = 256
-
     def __init__(self) -> None:
         self._index: LiveIndex | None = None
         self._seen = -1  # the index version the runs reflect
@@ -95,7 +92,7 @@ class Runs:
             self.version += 1
             self._sorted = None
         for n, record_id in enumerate(changed):
-            if n % self.STEP == 0:
+            if n % foreground.STEP == 0:
                 foreground.pause()
             self._reread(index, record_id)
         self._index, self._seen = index, seen

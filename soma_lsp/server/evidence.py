@@ -243,7 +243,7 @@ def _build(index: LiveIndex, version: int) -> _Table:
     try:
         with collector_paused():
             for n, record_id in enumerate(index.ids()):
-                if n % 256 == 0:
+                if n % foreground.STEP == 0:
                     foreground.pause()
                 record = index.get(record_id)
                 if record is not None:
