@@ -3,10 +3,10 @@
 (A module of its own below every layer: the pool's watcher marks a pool change as awaited too.)
 
 Python runs one thread at a time (the GIL). A background thread that reads the whole pool — the
-commit ties' runs, the levers' evidence table, the snapshot being written — takes the interpreter
-from a hover's thread every 5 ms (`sys.getswitchinterval`), so a 4 ms hover takes 20–100 ms while it
-runs: right after every load and every pool change (measured at 100k records: new-scope hovers
-p50 4 → 57 ms, docs/benchmarks.md § LSP). So the work a user waits for marks itself
+commit ties' runs, the levers' evidence table — takes turns at the interpreter with a hover's thread
+(`sys.getswitchinterval`), so a hover takes several times as long while it runs: right after every
+load, and on every pool change before they followed the index (measured at 100k records: new-scope
+hovers p50 4 → 57 ms, docs/benchmarks.md § LSP). So the work a user waits for marks itself
 (`answering`, around every feature's computation, `Session.run_query`, and a watched pool change
 being applied, `PoolWatcher`), and background loops call
 `pause()` every `STEP` items (a step must stay short: once begun it shares the interpreter with the

@@ -203,13 +203,14 @@ _table_now: _Table | None = None  # the table of the index asked last (one index
 _building: int | None = None  # id() of the index whose table is being built
 _lock = threading.Lock()
 
-#: Up to this many records the table is built on the spot (≈ 0.1 s at 10k); a larger pool's is built
-#: in the background (every record read once: seconds at 100k, stepping aside for requests:
-#: `foreground`), so a hover never waits for it — the tiers do not apply to the hovers asked
-#: meanwhile (measured: docs/benchmarks.md § LSP). Once built, a table follows the index's changes
+#: Up to this many records the table is built on the spot (tens of ms); a larger pool's is built in
+#: the background (every record read once: ≈ 0.1 s at 10k on a quiet machine, seconds at 100k or
+#: under load — a 10k build on the spot made a hover wait 0.5 s, docs/benchmarks.md § LSP — stepping
+#: aside for requests: `foreground`), so a hover never waits for it; the tiers do not apply to the
+#: hovers asked meanwhile. Once built, a table follows the index's changes
 #: (`LiveIndex.changed_since`) on the spot when they are at most `FOLLOW_HERE` records, else is built
 #: again the same way.
-BUILD_HERE = 20_000
+BUILD_HERE = 2_000
 FOLLOW_HERE = 2_000
 
 
