@@ -496,10 +496,13 @@ class LivePool:
                     self._dups[record_id] = dups
             change = PoolChange(tuple(sorted(changed)), tuple(sorted(r.id for r in add)), tuple(sorted(remove)),
                                 self.version + 1)  # (before the update: meanwhile, counting apart finishes)
-            if self.index is not None and (add or remove):
-                self.index.update(add=add, remove=remove, counted=counted)
             self.version += 1
             self.unsaved = True
+        # The index's work (seconds for a big part, waiting for what is counted apart) is done off the
+        # pool's lock — writers are one at a time under `_apply_lock` — so that a status asked
+        # meanwhile (`summary`, from the server's event loop) does not wait for it.
+        if self.index is not None and (add or remove):
+            self.index.update(add=add, remove=remove, counted=counted)
         for callback in list(self._subscribers):
             try:
                 callback(change)

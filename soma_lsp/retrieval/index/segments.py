@@ -55,9 +55,13 @@ class _Segment:
         """tf[i, j] of key i at slot j (0 where absent), all pairs at once. Postings in (key, slot)
         order are in order of key·span + slot (span: past the last slot), so one search among every
         SAMPLE_STRIDE-th such value (`_sampled`) finds the window where a pair can be, and a few
-        halving steps find it within its key's part of that window."""
+        halving steps find it within its key's part of that window. For a few keys (a short query),
+        one `searchsorted` per key among its own postings costs less (17 against 56 µs for 3 keys at
+        100k records: the window search is a dozen numpy calls whatever the number of keys)."""
         if not self.slots.size:
             return np.zeros((keys.size, slots.size), dtype=self.counts.dtype)
+        if keys.size <= tuning.KEYS_ONE_BY_ONE:
+            return self._counts_key_by_key(keys, slots)
         known = keys + 1 < self.indptr.size
         start = np.where(known, self.indptr[np.minimum(keys, self.indptr.size - 2)], 0)[:, None]
         end = np.where(known, self.indptr[np.minimum(keys + 1, self.indptr.size - 1)], 0)[:, None]
@@ -76,6 +80,20 @@ class _Segment:
             step >>= 1
         at = np.minimum(below + 1, top)
         return np.where((below + 1 < end) & (self.slots[at] == target), self.counts[at], 0)
+
+    def _counts_key_by_key(self, keys: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        """`counts_at`, searching each key's postings (ascending slots) on their own."""
+        found = np.zeros((keys.size, slots.size), dtype=self.counts.dtype)
+        for row, key in enumerate(keys.tolist()):
+            if key + 1 >= self.indptr.size:
+                continue
+            start, end = self.indptr[key:key + 2].tolist()
+            if start == end:
+                continue
+            posted = self.slots[start:end]
+            at = np.minimum(np.searchsorted(posted, slots), end - start - 1)
+            found[row] = np.where(posted[at] == slots, self.counts[start:end][at], 0)
+        return found
 
     def _sampled(self) -> np.ndarray:
         """key·span + slot of every SAMPLE_STRIDE-th posting (ascending), made at the first lookup."""
