@@ -111,12 +111,31 @@ class _Segment:
 
     @classmethod
     def merge(cls, segments: Sequence["_Segment"], n_keys: int, keep: np.ndarray) -> "_Segment":
-        """One segment holding the postings of `segments` whose slots are still in `keep`."""
-        keys = np.concatenate([np.repeat(np.arange(s.indptr.size - 1), np.diff(s.indptr)) for s in segments])
-        slots = np.concatenate([s.slots for s in segments])
-        counts = np.concatenate([s.counts for s in segments])
-        live = keep[slots]
-        return cls.build(keys[live], slots[live], counts[live], n_keys)
+        """One segment holding the postings of `segments` whose slots are still in `keep`: each key's
+        postings of the first segment, then of the next, … (so slots stay ascending per key). Placed
+        one segment at a time into the result (a counting sort), never all of them as (key, slot,
+        count) triples at once: merging four 20k-record segments that way took a transient 160 MB,
+        the peak of a 100k-file first load."""
+        live = [keep[s.slots] for s in segments]
+        sizes = np.zeros(n_keys, dtype=np.int64)
+        for s, kept in zip(segments, live):
+            sizes += np.bincount(_keys_of(s)[kept], minlength=n_keys)
+        indptr = np.zeros(n_keys + 1, dtype=np.int64)
+        np.cumsum(sizes, out=indptr[1:])
+        slots, counts = np.empty(indptr[-1], dtype=np.int32), np.empty(indptr[-1], dtype=np.float32)
+        cursor = indptr[:-1].copy()
+        for s, kept in zip(segments, live):
+            keys = _keys_of(s)[kept]
+            per_key = np.bincount(keys, minlength=n_keys)
+            at = cursor[keys] + np.arange(keys.size) - (np.cumsum(per_key) - per_key)[keys]
+            slots[at], counts[at] = s.slots[kept], s.counts[kept]
+            cursor += per_key
+        return cls(indptr, slots, counts)
+
+
+def _keys_of(segment: _Segment) -> np.ndarray:
+    """Each posting's key (postings are in key order)."""
+    return np.repeat(np.arange(segment.indptr.size - 1), np.diff(segment.indptr))
 
 
 class _Postings:
