@@ -6,7 +6,8 @@
 The schema is made by the real mlflow client (one run logged), then N runs are inserted as rows
 (logging them through the client takes ≈ 15 s per 1000): each with a run name, a note, a git commit,
 3 other tags, 4 params and 3 latest metrics. Every measurement runs in a fresh child process (page cache
-warm, Python cold), best of `--repeat`:
+warm, Python cold). The SQLite measurements run in `--repeat` rounds, each round all three in turn, and
+a ratio is taken within its round (median, min–max); the server's, best of `--repeat`:
 
 * baseline: a plain `sqlite3` read of the same rows (runs, tags, params, latest metrics) into tuples;
 * first load: `LivePool(["sqlite:///…"], LiveIndex()).load()` — read, map, validate, index;
@@ -97,24 +98,55 @@ print(json.dumps({"median": sorted(times)[2], "max": max(times)}))
 REST = """
 import json, sys, time
 from soma_lsp.pool import LivePool
+from soma_lsp.pool.trackers import mlflow_rest
 from soma_lsp.retrieval import LiveIndex
+waited = [0.0]  # time in requests, less the decoding of their answers: the server's and the wire's share
+post, decode = mlflow_rest.TrackingServer._post, mlflow_rest._decode
+def timed_post(self, *args):
+    t = time.perf_counter(); decoded = [0.0]
+    def timed_decode(body):
+        d = time.perf_counter(); value = decode(body); decoded[0] += time.perf_counter() - d; return value
+    mlflow_rest._decode = timed_decode
+    try:
+        return post(self, *args)
+    finally:
+        mlflow_rest._decode = decode
+        waited[0] += time.perf_counter() - t - decoded[0]
+mlflow_rest.TrackingServer._post = timed_post
 t = time.perf_counter()
 pool = LivePool([sys.argv[1]], LiveIndex())
 pool.load()
 seconds = time.perf_counter() - t
 (source,) = pool.trackers
+requests, server_seconds = source.requests, waited[0]
 before = source.requests
 t = time.perf_counter()
 problem = pool.sync_tracker(source, "poll")
 poll = time.perf_counter() - t
-print(json.dumps({"seconds": seconds, "records": len(pool), "poll_seconds": poll,
-                  "poll_requests": source.requests - before, "problem": problem}))
+print(json.dumps({"seconds": seconds, "records": len(pool), "poll_seconds": poll, "server_seconds": server_seconds,
+                  "requests": requests, "poll_requests": source.requests - before, "problem": problem}))
 """
 
 
 def best(repeat: int, code: str, *args: str) -> dict:
     runs = [child(code, *args) for _ in range(repeat)]
     return min(runs, key=lambda r: r["seconds"])
+
+
+def rounds(repeat: int, *measures: tuple[str, ...]) -> list[list[dict]]:
+    """Each measure (code, args…) once per round, `repeat` rounds: a ratio is taken within a round, whose
+    measures ran in the same minute (the machine's load shifts between minutes)."""
+    return [[child(*measure) for measure in measures] for _ in range(repeat)]
+
+
+def ratio(results: list[list[dict]], i: int) -> str:
+    """`median (min–max)` over the rounds of measure i's seconds ÷ the round's baseline (measure 0)."""
+    ratios = sorted(r[i]["seconds"] / r[0]["seconds"] for r in results)
+    return f"{ratios[len(ratios) // 2]:.1f} ({ratios[0]:.1f}–{ratios[-1]:.1f})"
+
+
+def median(results: list[list[dict]], i: int) -> dict:
+    return sorted((r[i] for r in results), key=lambda r: r["seconds"])[len(results) // 2]
 
 
 def serve(db: Path, home: Path):
@@ -142,7 +174,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--pools", type=Path, help="keep the N-run store here and reuse it (`_stores.mlflow_sqlite`)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="soma-bench-trackers-") as tmp:
+    scratch = REPO / ".cache" / "bench"  # (gitignored) big generated data stays in the checkout
+    scratch.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="trackers-", dir=scratch) as tmp:
         tmp = Path(tmp)
         db = tmp / "mlflow.db"
         if args.pools is None:
@@ -150,11 +184,10 @@ def main() -> None:
         else:  # the kept store is only read: the new-run latency below writes to a copy
             kept = mlflow_sqlite(args.n, args.pools)
             shutil.copyfile(kept, db)
-        baseline = best(args.repeat, BASELINE, str(db))
-        first = best(args.repeat, LOAD, str(db))
         cache = tmp / "cache"
         child(LOAD, str(db), str(cache))  # writes the snapshot
-        restart = best(args.repeat, LOAD, str(db), str(cache))
+        sqlite = rounds(args.repeat, (BASELINE, str(db)), (LOAD, str(db)), (LOAD, str(db), str(cache)))
+        baseline, first, restart = (median(sqlite, i) for i in range(3))
         latency = child(LATENCY, str(db))
         small = tmp / "server.db"
         write_mlflow_store(small, args.m, tmp)
@@ -170,16 +203,21 @@ def main() -> None:
         shutil.rmtree(cache, ignore_errors=True)
     b = baseline["seconds"]
     print(describe_machine())
-    print(f"| measurement ({args.n:,} runs in SQLite; {args.m:,} behind a server) | seconds | × plain sqlite3 |")
+    print(f"| measurement ({args.n:,} runs in SQLite; {args.m:,} behind a server) | seconds (median of "
+          f"{args.repeat}) | × plain sqlite3, same round: median (min–max) |")
     print("|---|---|---|")
     print(f"| plain `sqlite3` read of runs, tags, params, latest metrics | {b:.3f} | 1.0 |")
     print(f"| first load (`LivePool.load`, {first['records']:,} records) | {first['seconds']:.2f} | "
-          f"{first['seconds'] / b:.1f} |")
+          f"{ratio(sqlite, 1)} |")
     print(f"| restart from the snapshot (rebuilt: {restart['rebuilt']}) | {restart['seconds']:.2f} | "
-          f"{restart['seconds'] / b:.1f} |")
+          f"{ratio(sqlite, 2)} |")
     print(f"| new run visible (follower polling every 0.5 s; median / max of 5) | "
           f"{latency['median']:.2f} / {latency['max']:.2f} | |")
-    print(f"| tracking server: first load over REST ({rest['records']:,} records) | {rest['seconds']:.2f} | |")
+    client = rest["seconds"] - rest["server_seconds"]
+    print(f"| tracking server: first load over REST ({rest['records']:,} records, {rest['requests']} requests) | "
+          f"{rest['seconds']:.2f} | |")
+    print(f"| … of which waiting for the server / the client's own work | {rest['server_seconds']:.2f} / "
+          f"{client:.2f} ({client / rest['seconds']:.0%}) | |")
     print(f"| tracking server: a poll that finds nothing ({rest['poll_requests']} requests) | "
           f"{rest['poll_seconds']:.3f} | |")
     if rest["problem"]:

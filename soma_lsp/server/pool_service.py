@@ -2,7 +2,9 @@
 
 * Settings come from `initializationOptions`, then `workspace/configuration` (when the client has
   it), else what `didChangeConfiguration` carried; invalid values are reported once and replaced.
-* The first load fills the index queries already use, so results appear as batches of files land.
+* The first load fills the index queries already use, so results appear as batches of files land
+  (and a big `.jsonl` file in parts, `pool.parts`); until it ends, answers say they are partial
+  (`Session.partial`), and the status carries the load's `percentage`.
   A reload (the command, or new pool roots) loads into a *fresh* index while the previous one keeps
   answering — no query waits behind a big update — and swaps it in when done
   (`Session.swap` → the `index_swapped` hook).
@@ -116,6 +118,8 @@ class PoolService:
             self.roots = roots
         previous_watcher, self.watcher = self.watcher, None
         self._pending_pool = pool
+        if first:  # requests read this pool's index as it fills: status and documents follow each batch
+            self._follow(pool)
         try:
             await self._watch(pool)
             await self._load(pool)
@@ -130,11 +134,10 @@ class PoolService:
             follower = TrackerFollower(pool, poll_seconds=session.settings.poll_seconds)
             await session.run_pool(follower.start)
             self.follower = follower
-        if self._unsubscribe is not None:
-            self._unsubscribe()
         self.roots = roots
         session.swap(pool, index)
-        self._unsubscribe = pool.subscribe(self._pool_changed_threadsafe)
+        if not first:
+            self._follow(pool)
         self.pool_changed(None)
         if pool.unsaved:  # read files the snapshot did not have: save it, off the loop, after the swap
             session.submit_pool(self.save_snapshot, pool)
@@ -153,7 +156,7 @@ class PoolService:
 
     async def _load(self, pool: LivePool) -> None:
         session = self.session
-        progress = IndexingProgress(session)
+        progress = IndexingProgress(session, pool.__len__)
         await progress.begin()
         session.indexing = True
         self.send_status(pool)
@@ -164,6 +167,7 @@ class PoolService:
             log.exception("loading the pool failed")
             session.show_message(f"soma: loading the experiment pool failed: {error}", lsp.MessageType.Error)
         finally:
+            session.loading = None
             session.indexing = False
             session.loaded.set()
             summary = pool.summary()
@@ -174,6 +178,12 @@ class PoolService:
         log.info("pool loaded in %.2fs: %s", time.perf_counter() - started, text)
         session.log_message(f"soma: {text} ({', '.join(pool.roots)})")
         self.send_status(pool)
+
+    def _follow(self, pool: LivePool) -> None:
+        """`pool_changed` after each of this pool's batches (and no longer after the previous pool's)."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        self._unsubscribe = pool.subscribe(self._pool_changed_threadsafe)
 
     def _pool_changed_threadsafe(self, change: PoolChange) -> None:
         loop = self.session.loop
@@ -205,14 +215,15 @@ class PoolService:
 
     def status(self, pool: LivePool | None = None) -> dict[str, Any]:
         session = self.session
-        pool = pool or session.pool
+        pool = pool or session.pool or self._pending_pool  # (the first load's pool: what answers)
+        percentage = (session.loading or 0) if session.indexing else None  # (0: the load has not begun)
         if pool is None:
             return {"version": 0, "pools": list(self.roots), "records": 0, "files": 0, "errors": 0,
-                    "indexing": session.indexing, "restored": 0}
+                    "indexing": session.indexing, "percentage": percentage, "restored": 0}
         summary = pool.summary()
         return {"version": pool.version, "pools": pool.sources, "records": summary["records"],
                 "files": summary["files"], "errors": summary["errors"], "indexing": session.indexing,
-                "restored": pool.restored}
+                "percentage": percentage, "restored": pool.restored}
 
     def send_status(self, pool: LivePool | None = None) -> None:
         try:

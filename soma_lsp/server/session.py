@@ -90,6 +90,9 @@ class Snapshot:
     document: Document | None = None
     capabilities: Any = field(default=None, compare=False)  # lsp.ClientCapabilities (None: a CLI)
     commit_ties: CommitTieMap = field(default_factory=CommitTieMap, compare=False)
+    #: while the first load still fills `index`: how far it is, in percent (answers are then partial,
+    #: and say so — docs/spec.md §4.8); None once the pool is loaded
+    partial: int | None = None
 
     def commit_ties_here(self) -> tuple[CommitTie, ...]:
         """The commit ties on this request's document (pool.commit_ties; keyed by resolved path)."""
@@ -137,7 +140,8 @@ class Session:
         self.pool: LivePool | None = None
         self.commit_ties = CommitTieMap()  # replaced whole by the commit-tie service when it recomputes
         self.indexing = True  # from the start until the first load ends: "not loaded yet" is not "empty"
-        self.loaded = asyncio.Event()  # set once the first load has ended (commands wait for it)
+        self.loaded = asyncio.Event()  # set once the first load has ended
+        self.loading: int | None = None  # percent done of the load under way (first or reload), else None
         self.edited: Hook[Callable[[str, Sequence[lsp.TextDocumentContentChangeEvent]], None]] = Hook()
         self.settled: Hook[Callable[[str, float, bool], Awaitable[None]]] = Hook()
         self.closed: Hook[Callable[[str], None]] = Hook()
@@ -247,7 +251,14 @@ class Session:
     def snapshot(self) -> Snapshot:
         """This request's world without a document: the index, settings and time."""
         return Snapshot(self.index, self.settings, self.now(), self.pool, None,
-                        getattr(self.server.protocol, "client_capabilities", None), self.commit_ties)
+                        getattr(self.server.protocol, "client_capabilities", None), self.commit_ties,
+                        self.partial)
+
+    @property
+    def partial(self) -> int | None:
+        """Percent done of the first load while it fills the index requests read (a reload fills a
+        fresh index while the previous one answers whole: not partial); None otherwise."""
+        return self.loading if self.pool is None else None
 
     def open_uris(self) -> list[str]:
         """The open documents, spelled as the client spelled their URIs (pygls keys them unquoted)."""

@@ -147,17 +147,26 @@ async def test_show_experiment_locates_code_ties_inside_the_workspace_only(sessi
 
 
 @pytest.mark.parametrize("preset", ["visual-studio-code", "neovim@0.11.0"])
-async def test_commands_asked_before_the_first_load_answer_from_the_pool(start_session, preset):
+async def test_commands_asked_before_the_first_load_answer_at_once_and_say_when_partial(start_session, preset):
     session = await start_session(preset, wait_loaded=False)
     status = await session.command("soma.poolStatus", {})
     assert status["indexing"] or status["records"] == 74, "before the first load ends the pool is 'indexing', not empty"
+    assert status["percentage"] is None if not status["indexing"] else 0 <= status["percentage"] <= 100
     uri = session.open(TRANSFORMER)
     line, col = session.line_of(TRANSFORMER, "class RotaryEmbedding")
-    results = await session.command("soma.findRelatedExperiments",
-                                    {"uri": uri, "position": {"line": line, "character": col + 6}})
-    assert results and results[0]["id"] == "exp-0042"
-    record = await session.command("soma.showExperiment", {"id": "exp-0131"})
+    asked = {"uri": uri, "position": {"line": line, "character": col + 6}}
+    loading = (await session.command("soma.poolStatus", {}))["indexing"]
+    early = await session.command("soma.findRelatedExperiments", asked)  # from what is loaded so far
+    record = await session.command("soma.showExperiment", {"id": "exp-0131"})  # (waits if not loaded yet)
     assert record["id"] == "exp-0131"
+    await session.wait_status(lambda s: not s["indexing"] and s["version"] > 0)
+    results = await session.command("soma.findRelatedExperiments", asked)
+    assert results and results[0]["id"] == "exp-0042" and not any("partial" in r for r in results)
+    same = [r["id"] for r in early] == [r["id"] for r in results]  # (scores move with the time: recency)
+    if loading:  # answered during the load (maybe nothing yet), each result saying so — or just after it
+        assert all(r.get("partial") is True for r in early) or same
+    else:
+        assert same and not any("partial" in r for r in early)
 
 
 async def test_find_related_caps_record_text_and_removes_control_characters(start_session, workspace):

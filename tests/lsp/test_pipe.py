@@ -27,17 +27,28 @@ async def start(path) -> asyncio.subprocess.Process:
 class Client:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader, self.writer = reader, writer
+        self.loaded = False  # a soma/poolStatus said the first load ended
 
     async def ask(self, msg_id: int, method: str, params=None) -> dict:
         self.writer.write(frame({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}))
         while True:
-            header = await asyncio.wait_for(self.reader.readuntil(b"\r\n\r\n"), TIMEOUT)
-            length = int(re.search(rb"Content-Length: *(\d+)", header).group(1))
-            message = json.loads(await asyncio.wait_for(self.reader.readexactly(length), TIMEOUT))
+            message = await self.receive()
             if message.get("id") == msg_id and "method" not in message:
                 return message
-            if "method" in message and "id" in message:  # a request from the server: answer it
-                self.writer.write(frame({"jsonrpc": "2.0", "id": message["id"], "result": None}))
+
+    async def until_loaded(self) -> None:
+        while not self.loaded:
+            await self.receive()
+
+    async def receive(self) -> dict:
+        header = await asyncio.wait_for(self.reader.readuntil(b"\r\n\r\n"), TIMEOUT)
+        length = int(re.search(rb"Content-Length: *(\d+)", header).group(1))
+        message = json.loads(await asyncio.wait_for(self.reader.readexactly(length), TIMEOUT))
+        if "method" in message and "id" in message:  # a request from the server: answer it
+            self.writer.write(frame({"jsonrpc": "2.0", "id": message["id"], "result": None}))
+        if message.get("method") == "soma/poolStatus" and not message["params"]["indexing"]:
+            self.loaded = True
+        return message
 
 
 async def test_a_client_is_served_over_an_owner_only_socket_removed_at_exit(tmp_path):
@@ -51,6 +62,7 @@ async def test_a_client_is_served_over_an_owner_only_socket_removed_at_exit(tmp_
                                                     "capabilities": {}})
         assert answer["result"]["serverInfo"]["name"] == "soma-lsp"
         client.writer.write(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        await client.until_loaded()  # (asked during the load, the answer would be partial)
         found = await client.ask(2, "workspace/executeCommand", {
             "command": "soma.findRelatedExperiments", "arguments": [{"text": "rope theta"}]})
         assert found["result"]

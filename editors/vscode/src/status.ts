@@ -8,6 +8,7 @@ export interface PoolStatus {
   files?: number;
   errors?: number;
   indexing?: boolean | number | { done?: number; total?: number } | null;
+  percentage?: number | null; // how far the load under way is (0–100), null when not indexing
 }
 
 function plural(n: number, word: string): string {
@@ -47,6 +48,7 @@ export class StatusItem implements vscode.Disposable {
     if (typeof ix === 'number') indexing = ` · indexing ${ix}`;
     else if (ix && typeof ix === 'object' && typeof ix.done === 'number')
       indexing = ` · indexing ${ix.done}${typeof ix.total === 'number' ? `/${ix.total}` : ''}`;
+    else if (ix && typeof s.percentage === 'number') indexing = ` · indexing ${s.percentage}%`;
     else if (ix) indexing = ' · indexing…';
     this.item.text =
       `${indexing ? '$(sync~spin)' : errors ? '$(warning)' : '$(beaker)'} Soma: ${plural(records, 'experiment')}` +

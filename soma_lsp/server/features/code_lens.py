@@ -10,7 +10,9 @@ Lenses must not jump while typing: they are computed on the document as parsed, 
 and on every edit their lines are moved with the text (an edit above a lens shifts it; a lens inside
 a replaced region stays at the region's start). They are recomputed only once typing has paused
 (`LENS_DEBOUNCE`), after which the client is asked to refresh (`workspace/codeLens/refresh`, when
-supported). A request while the user is typing gets the mapped, previous lenses.
+supported). A request while the user is typing gets the mapped, previous lenses. While the first load
+still fills the index, titles end with `PARTIAL`; the lenses are computed again after each batch the
+load commits and once it ends.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ SHOW_RELATED = "soma.showRelated"
 #: Lenses are computed for at most this many definitions of a file (in source order): each costs a
 #: ranking over the pool, and a generated file with thousands of functions must not keep a core busy.
 MAX_DEFINITIONS = 400
+PARTIAL = " · ⏳ partial"  # the end of a lens's title while the pool still loads
 
 
 @dataclass(slots=True)
@@ -88,6 +91,14 @@ def file_lens(snap: Snapshot, defs) -> Lens | None:
 
 
 def compute(snap: Snapshot, cancelled: Callable[[], bool] = lambda: False) -> list[Lens]:
+    lenses = _lenses(snap, cancelled)
+    if snap.partial is not None:
+        for lens in lenses:
+            lens.title += PARTIAL
+    return lenses
+
+
+def _lenses(snap: Snapshot, cancelled: Callable[[], bool]) -> list[Lens]:
     doc, index = snap.document, snap.index
     defs = definitions(doc.source, doc.name)
     whole = file_lens(snap, defs)
@@ -111,7 +122,7 @@ def compute(snap: Snapshot, cancelled: Callable[[], bool] = lambda: False) -> li
 
 
 def _key(snap: Snapshot) -> tuple:
-    return (id(snap.index), snap.index.version, snap.settings)
+    return (id(snap.index), snap.index.version, snap.settings, snap.partial is None)
 
 
 async def recompute(session: Session, states: LensStates, uri: str, *, refresh: bool = True) -> list[Lens]:

@@ -4,11 +4,14 @@
   first (`"tied": true`), then the gated ranking. Scope: `range` (a selection), else the definition
   enclosing `position`, else the whole file; `text` replaces the query text (alone, it ranks that
   text: no document, no ties). `limit` defaults to 20; 0 means all (up to `related.COUNT_CAP`).
+  Asked while the first load still runs, it answers at once from the records loaded so far, each
+  result marked `"partial": true`.
 * `soma.reloadPool` `{}` → the pool status after reloading.
-* `soma.showExperiment` `{id}` → the whole record with its `location`, and `code_locations`: where
+* `soma.showExperiment` `{id}` → the whole record with its `location` (an id not loaded yet waits
+  for the first load to end), and `code_locations`: where
   each `code` tie is in the workspace (`{code, uri, range}`, null when not found; a tie whose path
   resolves outside the workspace folders — e.g. through a symlink — is not followed).
-* `soma.poolStatus` `{}` → `{version, pools, records, files, errors, indexing}`.
+* `soma.poolStatus` `{}` → `{version, pools, records, files, errors, indexing, percentage, restored}`.
 
 Each command is registered with pygls (`ls.command`) and takes the raw argument list: it checks it
 itself, and a malformed argument gets a JSON-RPC -32602 error saying what is wrong (an unknown
@@ -118,7 +121,6 @@ async def find_related_experiments(session: Session, pools: PoolService,
     position = _position(command, arg["position"], "position") if arg.get("position") is not None else None
     selection = _range(command, arg["range"]) if arg.get("range") is not None else None
     limit = _int(command, arg["limit"], "limit") if arg.get("limit") is not None else DEFAULT_LIMIT
-    await session.loaded.wait()  # asked right after start: answer from the pool, not from an empty index
 
     if uri is None:
         snap = session.snapshot()
@@ -148,7 +150,11 @@ async def find_related_experiments(session: Session, pools: PoolService,
                                 similarity=similarity_for(snap.settings, query.text))
         related = await session.run_query(work)
     shown = related.shown(limit or len(related.tied) + len(related.ranked))
-    return [convert.result(scored, tied, related.commits.get(scored.record.id)) for scored, tied in shown]
+    results = [convert.result(scored, tied, related.commits.get(scored.record.id)) for scored, tied in shown]
+    if snap.partial is not None:  # the first load still runs: from the records loaded so far
+        for result in results:
+            result["partial"] = True
+    return results
 
 
 async def reload_pool(session: Session, pools: PoolService, arguments: Any) -> dict[str, Any]:
@@ -163,8 +169,10 @@ async def show_experiment(session: Session, pools: PoolService, arguments: Any) 
     record_id = arg.get("id")
     if not isinstance(record_id, str) or not record_id:
         raise BadArgument(SHOW_EXPERIMENT, f"id: expected an experiment id string, got {record_id!r}")
-    await session.loaded.wait()
     record = session.snapshot().index.get(record_id)
+    if record is None and not session.loaded.is_set():  # maybe not loaded yet
+        await session.loaded.wait()
+        record = session.snapshot().index.get(record_id)
     if record is None:
         raise BadArgument(SHOW_EXPERIMENT, f"id: no experiment {record_id!r} in the pool")
     result = convert.record_json(record)

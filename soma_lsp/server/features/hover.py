@@ -3,7 +3,8 @@
 document → query (`scope="hover"`: the enclosing definition + the word) → core (ties first, then the
 gated ranking, `hover.count` in all) → view (`hover_view`: Markdown, or plain text for clients without
 Markdown and for `soma-lsp explain`). On an experiment id written in the code (`# see exp-0042`) the hover is
-that record's card instead. Nothing worth showing → no hover at all.
+that record's card instead. Nothing worth showing → no hover at all. While the first load still fills
+the index, a hover answers from the records loaded so far and ends with `partial_note`.
 """
 
 from __future__ import annotations
@@ -119,6 +120,12 @@ def compute(snap: Snapshot, position: tuple[int, int], cache: HoverCache | None 
     return finish(snap, prepare(snap, position), cache)
 
 
+def partial_note(percent: int) -> str:
+    """The last line of a hover answered while the pool still loads (the server's own text: nothing
+    in it is Markdown)."""
+    return f"⏳ partial: the pool is still loading ({percent}%)"
+
+
 def _view(related: Related, count: int, scope: str | None, now: datetime) -> HoverView:
     return HoverView(items=tuple(related.shown(count)), more=related.more(count),
                      more_capped=related.capped, scope=scope, now=now, commits=related.commits,
@@ -138,9 +145,12 @@ async def hover(session: Session, cache: HoverCache, params: lsp.HoverParams) ->
         return None
     formats = snap.capability("text_document.hover.content_format", None)
     if not formats or lsp.MarkupKind.Markdown in formats:
-        content = lsp.MarkupContent(lsp.MarkupKind.Markdown, render_markdown(view))
+        kind, text, rule = lsp.MarkupKind.Markdown, render_markdown(view), "\n\n---\n\n"
     else:
-        content = lsp.MarkupContent(lsp.MarkupKind.PlainText, render_plain(view))
+        kind, text, rule = lsp.MarkupKind.PlainText, render_plain(view), "\n\n"
+    if snap.partial is not None:
+        text += rule + partial_note(snap.partial)
+    content = lsp.MarkupContent(kind, text)
     return lsp.Hover(content, range=convert.lsp_range(view.range) if view.range else None)
 
 
