@@ -324,8 +324,8 @@ def decode_block(data: bytes) -> Block:
         if len(names) != n_names or indptr[0] != 0 or indptr[-1] != n_postings or np.any(np.diff(indptr) < 0) \
                 or (n_postings and (rows.min() < 0 or rows.max() >= size)):
             raise ValueError("an inconsistent count")
-        parts.append(Counts(end, names, indptr.astype(np.int64, copy=False), _shifted(rows.astype(np.int32, copy=False), first),
-                            counts.astype(np.float32, copy=False)))
+        parts.append(Counts(end, names, indptr.astype(np.int64, copy=False),
+                            _shifted(rows.astype(np.int32, copy=False), first), counts.astype(np.float32, copy=False)))
     arch_total = np.concatenate([np.zeros(first), take("<f8", size)])  # (rows before `first`: not this block's)
     if at != len(data):
         raise ValueError("a count with trailing bytes")
