@@ -10,8 +10,11 @@ held-out third; then the quiet-by-default check (lenses per definition, empty ho
 
 `--lever NAME=off` (repeatable) adds a row per lever switched off, passed to the server as
 `initializationOptions.soma.levers.NAME` and as `SOMA_LEVER_NAME` in its environment.
+`--with KEY=VALUE[,KEY=VALUE…]` (repeatable) adds a row with those settings (dotted keys of section
+`soma`, values read as JSON when they parse, else as text) — e.g. an embedder:
+`--with embedder.entryPoint=soma_lsp.server.embedder:wordllama,embedder.weight=0.3`.
 
-    python bench/quality.py [--workspace llm_torch] [--lever NAME=off ...] [--json] [--write]
+    python bench/quality.py [--workspace llm_torch] [--lever NAME=off ...] [--with K=V,...] [--json] [--write]
 """
 
 from __future__ import annotations
@@ -93,9 +96,9 @@ def prepare(workspace: str, base: Path, now: datetime) -> Path:
     return target
 
 
-def lever_settings(levers: dict[str, str]) -> tuple[dict, dict[str, str]]:
-    """(initializationOptions, extra environment) switching the named levers."""
-    options = {"soma": {"snapshot": {"enabled": False}}}
+def lever_settings(levers: dict[str, str], extra: dict | None = None) -> tuple[dict, dict[str, str]]:
+    """(initializationOptions, extra environment) switching the named levers (and other settings)."""
+    options = {"soma": {"snapshot": {"enabled": False}, **(extra or {})}}
     env = {}
     if levers:
         options["soma"]["levers"] = {name: value not in ("off", "false", "0") for name, value in levers.items()}
@@ -123,8 +126,9 @@ def hover_text(hover) -> str:
     return (getattr(contents, "value", None) or (contents if isinstance(contents, str) else str(contents))).strip()
 
 
-async def run_workspace(workspace: str, root: Path, levers: dict[str, str]) -> tuple[list[dict], dict]:
-    options, extra_env = lever_settings(levers)
+async def run_workspace(workspace: str, root: Path, levers: dict[str, str],
+                        extra: dict | None = None) -> tuple[list[dict], dict]:
+    options, extra_env = lever_settings(levers, extra)
     env = {k: v for k, v in os.environ.items() if k != "SOMA_POOL" and not k.startswith("SOMA_LEVER_")}
     env.update(extra_env, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])))
     client = SomaClient(options)
@@ -175,18 +179,19 @@ async def run_workspace(workspace: str, root: Path, levers: dict[str, str]) -> t
         await client.close()
 
 
-async def run_config(workspaces: list[str], levers: dict[str, str]) -> dict:
+async def run_config(workspaces: list[str], levers: dict[str, str], extra: dict | None = None) -> dict:
     now = datetime.now(timezone.utc)
     results, quiet = [], defaultdict(int)
     with tempfile.TemporaryDirectory(prefix="soma-quality-") as base:
         os.environ["SOMA_CACHE_DIR"] = str(Path(base) / "cache")
         for workspace in workspaces:
             root = prepare(workspace, Path(base), now)
-            found, counts = await run_workspace(workspace, root, levers)
+            found, counts = await run_workspace(workspace, root, levers, extra)
             results += found
             for key, value in counts.items():
                 quiet[key] += value
-    name = "baseline" if not levers else ", ".join(f"{k}={v}" for k, v in levers.items())
+    name = ", ".join([f"{k}={v}" for k, v in levers.items()] + [f"{k}={v}" for k, v in (extra or {}).items()]) \
+        or "baseline"
     return {"name": name, "levers": levers, "summary": summarize(results), "quiet": dict(quiet),
             "probes": results}
 
@@ -240,12 +245,28 @@ def parse_lever(text: str) -> tuple[str, str]:
     return name, value
 
 
+def parse_settings(text: str) -> dict:
+    """`embedder.weight=0.3,embedder.url=http://…` → {"embedder.weight": 0.3, …}."""
+    out = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        if not sep or not key:
+            raise argparse.ArgumentTypeError(f"expected KEY=VALUE[,KEY=VALUE…], got {text!r}")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workspace", action="append", choices=_judged.WORKSPACES,
                         help="only this workspace (repeatable; default: all)")
     parser.add_argument("--lever", action="append", type=parse_lever, default=[],
                         help="NAME=off: add a row with that lever switched off (repeatable)")
+    parser.add_argument("--with", dest="settings", action="append", type=parse_settings, default=[],
+                        help="KEY=VALUE[,KEY=VALUE…]: add a row with these `soma` settings (repeatable)")
     parser.add_argument("--json", action="store_true", help="print machine-readable figures")
     parser.add_argument("--write", action="store_true", help="put the figures in bench/quality/README.md")
     args = parser.parse_args()
@@ -255,6 +276,7 @@ def main() -> None:
     workspaces = args.workspace or list(_judged.WORKSPACES)
     configs = [asyncio.run(run_config(workspaces, {}))]
     configs += [asyncio.run(run_config(workspaces, {name: value})) for name, value in args.lever]
+    configs += [asyncio.run(run_config(workspaces, {}, extra)) for extra in args.settings]
     stamp = f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, commit {commit()}"
     if args.json:
         print(json.dumps({"when": stamp, "anchor": _judged.ANCHOR.isoformat(), "configs": configs}, indent=1))

@@ -6,13 +6,15 @@
 The schema is made by the real mlflow client (one run logged), then N runs are inserted as rows
 (logging them through the client takes ≈ 15 s per 1000): each with a run name, a note, a git commit,
 3 other tags, 4 params and 3 latest metrics. Every measurement runs in a fresh child process (page cache
-warm, Python cold), best of `--repeat`:
+warm, Python cold). The SQLite measurements run in `--repeat` rounds, each round all three in turn, and
+a ratio is taken within its round (median, min–max); the server's, best of `--repeat`:
 
 * baseline: a plain `sqlite3` read of the same rows (runs, tags, params, latest metrics) into tuples;
 * first load: `LivePool(["sqlite:///…"], LiveIndex()).load()` — read, map, validate, index;
 * restart: the same with a snapshot saved by a previous process (fingerprints compared, nothing rebuilt);
 * new run visible: a run inserted (rows committed by another connection) while `TrackerFollower` polls
-  the database (every 0.5 s): time until the pool has it (median of 5);
+  the database (every 0.5 s): time until the pool has it (median of 5); the same for a run folder
+  renamed into a watched file store (`fixtures/workspace/mlruns`);
 * server: `mlflow server` over a copy of an M-run store; first load over REST, and one poll's requests
   and time when nothing is new.
 """
@@ -50,13 +52,13 @@ def child(code: str, *args: str, env: dict | None = None) -> dict:
 
 BASELINE = """
 import json, sqlite3, sys, time
-t = time.perf_counter()
+t, cpu = time.perf_counter(), time.process_time()
 c = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
 rows = [c.execute(q).fetchall() for q in (
     "SELECT run_uuid, name, status, start_time, end_time, experiment_id FROM runs WHERE lifecycle_stage != 'deleted'",
     "SELECT run_uuid, key, value FROM tags", "SELECT run_uuid, key, value FROM params",
     "SELECT run_uuid, key, value FROM latest_metrics")]
-print(json.dumps({"seconds": time.perf_counter() - t, "runs": len(rows[0])}))
+print(json.dumps({"seconds": time.perf_counter() - t, "cpu": time.process_time() - cpu, "runs": len(rows[0])}))
 """
 
 LOAD = """
@@ -64,12 +66,12 @@ import json, sys, time
 from soma_lsp.pool import LivePool
 from soma_lsp.retrieval import LiveIndex
 cache = sys.argv[2] if len(sys.argv) > 2 else None
-t = time.perf_counter()
+t, cpu = time.perf_counter(), time.process_time()
 pool = LivePool(["sqlite:///" + sys.argv[1]], LiveIndex(), cache_dir=cache)
 pool.load()
-seconds = time.perf_counter() - t
+seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
 saved = pool.save_snapshot() if cache and pool.unsaved else False
-print(json.dumps({"seconds": seconds, "records": len(pool), "rebuilt": pool.unsaved or saved}))
+print(json.dumps({"seconds": seconds, "cpu": cpu, "records": len(pool), "rebuilt": pool.unsaved or saved}))
 """
 
 LATENCY = """
@@ -94,27 +96,84 @@ with TrackerFollower(pool, sqlite_seconds=0.5):
 print(json.dumps({"median": sorted(times)[2], "max": max(times)}))
 """
 
+FILES_LATENCY = """
+import json, shutil, sys, time, uuid
+from pathlib import Path
+from soma_lsp.pool import LivePool
+from soma_lsp.pool.trackers.follow import TrackerFollower
+from soma_lsp.retrieval import LiveIndex
+store = Path(sys.argv[1])
+model = next(p.parent for p in sorted(store.glob("*/*/meta.yaml")))
+pool = LivePool([str(store)], LiveIndex())
+pool.load()
+times = []
+with TrackerFollower(pool):
+    for i in range(5):
+        run = uuid.uuid4().hex
+        copy = store.parent / run  # written aside, then renamed in: a run folder appears whole
+        shutil.copytree(model, copy)
+        meta = copy / "meta.yaml"
+        meta.write_text(meta.read_text().replace(model.name, run))
+        t = time.perf_counter()
+        copy.rename(model.parent / run)
+        while pool.get(run) is None:
+            time.sleep(0.005)
+        times.append(time.perf_counter() - t)
+print(json.dumps({"median": sorted(times)[2], "max": max(times)}))
+"""
+
 REST = """
 import json, sys, time
 from soma_lsp.pool import LivePool
+from soma_lsp.pool.trackers import mlflow_rest
 from soma_lsp.retrieval import LiveIndex
+waited = [0.0]  # time in requests, less the decoding of their answers: the server's and the wire's share
+post, decode = mlflow_rest.TrackingServer._post, mlflow_rest._decode
+def timed_post(self, *args):
+    t = time.perf_counter(); decoded = [0.0]
+    def timed_decode(body):
+        d = time.perf_counter(); value = decode(body); decoded[0] += time.perf_counter() - d; return value
+    mlflow_rest._decode = timed_decode
+    try:
+        return post(self, *args)
+    finally:
+        mlflow_rest._decode = decode
+        waited[0] += time.perf_counter() - t - decoded[0]
+mlflow_rest.TrackingServer._post = timed_post
 t = time.perf_counter()
 pool = LivePool([sys.argv[1]], LiveIndex())
 pool.load()
 seconds = time.perf_counter() - t
 (source,) = pool.trackers
+requests, server_seconds = source.requests, waited[0]
 before = source.requests
 t = time.perf_counter()
 problem = pool.sync_tracker(source, "poll")
 poll = time.perf_counter() - t
-print(json.dumps({"seconds": seconds, "records": len(pool), "poll_seconds": poll,
-                  "poll_requests": source.requests - before, "problem": problem}))
+print(json.dumps({"seconds": seconds, "records": len(pool), "poll_seconds": poll, "server_seconds": server_seconds,
+                  "requests": requests, "poll_requests": source.requests - before, "problem": problem}))
 """
 
 
 def best(repeat: int, code: str, *args: str) -> dict:
     runs = [child(code, *args) for _ in range(repeat)]
     return min(runs, key=lambda r: r["seconds"])
+
+
+def rounds(repeat: int, *measures: tuple[str, ...]) -> list[list[dict]]:
+    """Each measure (code, args…) once per round, `repeat` rounds: a ratio is taken within a round, whose
+    measures ran in the same minute (the machine's load shifts between minutes)."""
+    return [[child(*measure) for measure in measures] for _ in range(repeat)]
+
+
+def ratio(results: list[list[dict]], i: int, what: str = "seconds") -> str:
+    """`median (min–max)` over the rounds of measure i's seconds (or cpu) ÷ the round's baseline (measure 0)."""
+    ratios = sorted(r[i][what] / r[0][what] for r in results)
+    return f"{ratios[len(ratios) // 2]:.1f} ({ratios[0]:.1f}–{ratios[-1]:.1f})"
+
+
+def median(results: list[list[dict]], i: int) -> dict:
+    return sorted((r[i] for r in results), key=lambda r: r["seconds"])[len(results) // 2]
 
 
 def serve(db: Path, home: Path):
@@ -142,7 +201,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--pools", type=Path, help="keep the N-run store here and reuse it (`_stores.mlflow_sqlite`)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="soma-bench-trackers-") as tmp:
+    scratch = REPO / ".cache" / "bench"  # (gitignored) big generated data stays in the checkout
+    scratch.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="trackers-", dir=scratch) as tmp:
         tmp = Path(tmp)
         db = tmp / "mlflow.db"
         if args.pools is None:
@@ -150,12 +211,14 @@ def main() -> None:
         else:  # the kept store is only read: the new-run latency below writes to a copy
             kept = mlflow_sqlite(args.n, args.pools)
             shutil.copyfile(kept, db)
-        baseline = best(args.repeat, BASELINE, str(db))
-        first = best(args.repeat, LOAD, str(db))
         cache = tmp / "cache"
         child(LOAD, str(db), str(cache))  # writes the snapshot
-        restart = best(args.repeat, LOAD, str(db), str(cache))
+        sqlite = rounds(args.repeat, (BASELINE, str(db)), (LOAD, str(db)), (LOAD, str(db), str(cache)))
+        baseline, first, restart = (median(sqlite, i) for i in range(3))
         latency = child(LATENCY, str(db))
+        store = tmp / "mlruns"
+        shutil.copytree(REPO / "fixtures" / "workspace" / "mlruns", store)
+        files_latency = child(FILES_LATENCY, str(store))
         small = tmp / "server.db"
         write_mlflow_store(small, args.m, tmp)
         process, url = serve(small, tmp)
@@ -170,16 +233,23 @@ def main() -> None:
         shutil.rmtree(cache, ignore_errors=True)
     b = baseline["seconds"]
     print(describe_machine())
-    print(f"| measurement ({args.n:,} runs in SQLite; {args.m:,} behind a server) | seconds | × plain sqlite3 |")
+    print(f"| measurement ({args.n:,} runs in SQLite; {args.m:,} behind a server) | seconds (median of "
+          f"{args.repeat}) | × plain sqlite3, same round: wall · CPU, median (min–max) |")
     print("|---|---|---|")
     print(f"| plain `sqlite3` read of runs, tags, params, latest metrics | {b:.3f} | 1.0 |")
     print(f"| first load (`LivePool.load`, {first['records']:,} records) | {first['seconds']:.2f} | "
-          f"{first['seconds'] / b:.1f} |")
+          f"{ratio(sqlite, 1)} · {ratio(sqlite, 1, 'cpu')} |")
     print(f"| restart from the snapshot (rebuilt: {restart['rebuilt']}) | {restart['seconds']:.2f} | "
-          f"{restart['seconds'] / b:.1f} |")
+          f"{ratio(sqlite, 2)} · {ratio(sqlite, 2, 'cpu')} |")
     print(f"| new run visible (follower polling every 0.5 s; median / max of 5) | "
           f"{latency['median']:.2f} / {latency['max']:.2f} | |")
-    print(f"| tracking server: first load over REST ({rest['records']:,} records) | {rest['seconds']:.2f} | |")
+    print(f"| new run visible in a file store (`mlruns/`, watched; median / max of 5) | "
+          f"{files_latency['median']:.2f} / {files_latency['max']:.2f} | |")
+    client = rest["seconds"] - rest["server_seconds"]
+    print(f"| tracking server: first load over REST ({rest['records']:,} records, {rest['requests']} requests) | "
+          f"{rest['seconds']:.2f} | |")
+    print(f"| … of which waiting for the server / the client's own work | {rest['server_seconds']:.2f} / "
+          f"{client:.2f} ({client / rest['seconds']:.0%}) | |")
     print(f"| tracking server: a poll that finds nothing ({rest['poll_requests']} requests) | "
           f"{rest['poll_seconds']:.3f} | |")
     if rest["problem"]:

@@ -306,7 +306,21 @@ def parse_timestamp(value: Any, path: str = "timestamp") -> datetime | None:
         parsed = datetime(value.year, value.month, value.day)
     else:
         raise RecordError(path, f"expected an RFC 3339 timestamp string, got {kind_of(value)}")
-    return parsed.replace(tzinfo=timezone.utc) if parsed.tzinfo is None else parsed
+    zone = parsed.tzinfo
+    if zone is None:
+        return parsed.replace(tzinfo=timezone.utc)
+    shared = _ZONES.get(zone)
+    if shared is None:
+        shared = zone
+        if len(_ZONES) < _ZONES_MAX:
+            _ZONES[zone] = zone
+    return parsed if shared is zone else parsed.replace(tzinfo=shared)
+
+
+#: Each `+02:00` that `fromisoformat` reads is a new `timezone` object (≈ 80 bytes with its timedelta,
+#: held by every record of a pool that writes offsets); records share one per offset instead
+_ZONES: dict[Any, Any] = {}
+_ZONES_MAX = 1024
 
 
 def _conclusion(value: Any) -> tuple[str | None, str | None]:

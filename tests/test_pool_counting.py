@@ -189,8 +189,8 @@ def test_a_file_changed_after_the_child_read_it_is_counted_here(tmp_path, monkey
     settle(tmp_path / "p")
     start = counting.start
 
-    def then_change(files, max_line):
-        children = start(files, max_line)
+    def then_change(files, max_line, **options):
+        children = start(files, max_line, **options)
         for child in children.values():
             child._child.wait()  # it has read the file and sent its count (the pipe holds it)
         write(path, json.dumps(rec(1, notes="rotary only now")) + "\n" + path.read_text())
@@ -212,8 +212,8 @@ def test_a_child_that_fails_is_stopped_or_cannot_start_leaves_the_counting_here(
     expected = answers(counted_here(tmp_path / "p", monkeypatch))
     start = counting.start
 
-    def stopped(files, max_line):
-        children = start(files, max_line)
+    def stopped(files, max_line, **options):
+        children = start(files, max_line, **options)
         for child in children.values():
             child.close()
         return children

@@ -159,3 +159,24 @@ def test_a_re_read_of_a_loaded_file_is_one_update(tmp_path, small_parts, monkeyp
     new = set(seen[0][1])
     assert len(new) > len(old)
     assert all((ids, words) in ((old, {"rotary"}), (new, {"cosine"})) for ids, words in states)
+
+
+def test_a_pool_that_answers_once_loaded_reads_a_big_file_as_one_update(tmp_path, small_parts, monkeypatch):
+    """`in_parts=False` (the CLI's: nobody queries while it loads): one commit, counted apart as one
+    block that the index takes, the same ranking as in parts."""
+    root = tmp_path / "p"
+    big_file(root / "runs.jsonl", 2_500)
+    monkeypatch.setattr(loader, "RACY_NS", 0)
+    monkeypatch.setattr(counting, "APART_BYTES", 0)
+    monkeypatch.setattr(counting.os, "sched_getaffinity", lambda pid: {0, 1})
+    taken = []
+    counts = counting.Counting.counts
+    monkeypatch.setattr(counting.Counting, "counts", lambda self, load: taken.append(counts(self, load)) or taken[-1])
+    index, parted = LiveIndex(), LiveIndex()
+    pool = LivePool([root], index, in_parts=False)
+    seen = loads_seen(pool, index)
+    pool.load()
+    assert len(seen) == 1 and len(seen[0][1]) > 2_300
+    assert len(taken) == 1 and taken[0] is not None and taken[0].terms.size == 2_500  # the child's, whole
+    LivePool([root], parted).load()
+    assert ranked(index) == ranked(parted)

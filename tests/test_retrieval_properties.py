@@ -249,15 +249,17 @@ def test_the_margin_keeps_a_near_tie_exact():
 @given(st.dictionaries(st.integers(0, 12), st.dictionaries(st.integers(0, 150), st.integers(1, 5), min_size=1),
                        min_size=1),
        st.lists(st.integers(0, 15), min_size=1, max_size=6, unique=True),
-       st.lists(st.integers(0, 160), min_size=1, max_size=12, unique=True), st.sampled_from([1, 2, 4, 64]))
-def test_counts_at_finds_every_posting_and_nothing_else(postings, keys, slots, stride):
-    """`counts_at` searches the sampled key·span + slot values first, then within one window; any
-    stride, keys unknown to the segment and slots past its last all give the brute-force answer."""
+       st.lists(st.integers(0, 160), min_size=1, max_size=12, unique=True), st.sampled_from([1, 2, 4, 64]),
+       st.sampled_from([0, 16]))
+def test_counts_at_finds_every_posting_and_nothing_else(postings, keys, slots, stride, one_by_one):
+    """`counts_at` searches the sampled key·span + slot values first, then within one window (or, for
+    a few keys, each key's postings on their own); any stride, keys unknown to the segment and slots
+    past its last all give the brute-force answer, either way."""
     triples = sorted((key, slot, tf) for key, by_slot in postings.items() for slot, tf in by_slot.items())
     key_of, slot_of, tf_of = (np.array(column) for column in zip(*triples))
     segment = index_module._Segment.build(key_of, slot_of, tf_of.astype(np.float64), max(postings) + 1)
     wanted = np.array(sorted(slots))
-    with mock.patch.object(tuning, "SAMPLE_STRIDE", stride):
+    with mock.patch.object(tuning, "SAMPLE_STRIDE", stride), mock.patch.object(tuning, "KEYS_ONE_BY_ONE", one_by_one):
         got = segment.counts_at(np.array(keys), wanted)
     assert got.tolist() == [[postings.get(k, {}).get(s, 0) for s in wanted.tolist()] for k in keys]
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -15,6 +17,7 @@ from soma_lsp.pool import pool_roots
 from soma_lsp.pool.trackers import TrackingServer, split_entries
 from soma_lsp.pool.trackers.follow import TrackerFollower
 from soma_lsp.records import Status
+from soma_lsp.retrieval import dead_end_reason
 from soma_lsp.server.hover_view import HoverView, render_markdown, render_plain
 from trackers_support import free_port, mlflow_server, pool_of, tracker_home, wait_for, worker  # noqa: F401
 
@@ -80,6 +83,11 @@ def test_follower_polls_the_server(worker, mlflow_server):
         wait_for(lambda: pool.get(run) is None, "a run deleted on the server (full sync)")
 
 
+class Quiet(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        pass  # a slow answer whose reader gave up (the client timed out, as a test wants)
+
+
 class Fake:
     """A tiny HTTP server on 127.0.0.1 speaking just enough of MLflow's REST API, or failing on purpose."""
 
@@ -87,11 +95,15 @@ class Fake:
         self.status = 200
         self.token: str | None = None  # when set: the bearer token (or `user:password`) it wants
         self.seen: list[str | None] = []
+        self.total = 1  # runs it holds: r1 ("from the fake"), r2, …
+        self.slow_above: int | None = None  # a runs page larger than this takes `delay` seconds
+        self.delay = 0.0
+        self.sizes: list[int] = []  # max_results of each runs/search asked
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):  # noqa: N802 - http.server's name
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 given = self.headers.get("Authorization")
                 fake.seen.append(given)
                 if fake.token is not None and given not in (f"Bearer {fake.token}", "Basic " +
@@ -101,10 +113,16 @@ class Fake:
                     return self.answer(fake.status, {"error_code": "INTERNAL_ERROR", "message": "database is gone"})
                 if self.path.endswith("experiments/search"):
                     return self.answer(200, {"experiments": [{"experiment_id": "1", "name": "fake"}]})
-                return self.answer(200, {"runs": [{"info": {"run_id": "r1", "experiment_id": "1", "status": "FAILED",
-                                                            "run_name": "fake-run", "start_time": 1700000000000},
-                                                   "data": {"tags": [{"key": "mlflow.note.content",
-                                                                      "value": "from the fake"}]}}]})
+                size, start = body["max_results"], int(body.get("page_token") or 0)
+                fake.sizes.append(size)
+                if fake.slow_above is not None and size > fake.slow_above:
+                    time.sleep(fake.delay)
+                end = min(start + size, fake.total)
+                page = {"runs": [{"info": {"run_id": f"r{i + 1}", "experiment_id": "1", "status": "FAILED",
+                                           "run_name": "fake-run", "start_time": 1700000000000},
+                                  "data": {"tags": [{"key": "mlflow.note.content", "value": "from the fake"}]}}
+                                 for i in range(start, end)]}
+                return self.answer(200, {**page, **({"next_page_token": str(end)} if end < fake.total else {})})
 
             def answer(self, status, body):
                 data = json.dumps(body).encode()
@@ -117,7 +135,7 @@ class Fake:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = Quiet(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
@@ -177,3 +195,29 @@ def test_unreachable_server_is_a_clear_message():
     url = f"http://127.0.0.1:{free_port()}"
     pool = pool_of(url)
     assert pool.problems[url][0].message.startswith(f"cannot reach the MLflow tracking server {url}")
+
+
+def test_a_page_that_times_out_is_asked_again_at_half_the_size(fake):
+    """Pages of 1000 runs; a server too slow for one answers in halves (down to 50), and every run loads."""
+    pool = pool_of(fake.url)
+    (source,) = pool.trackers
+    fake.total, fake.slow_above, fake.delay, fake.sizes = 1200, 300, 2.0, []
+    source.timeout = 0.5
+    assert pool.sync_tracker(source) is None and len(pool) == 1200
+    assert fake.sizes == [1000, 500, 250, 250, 250, 250, 250]
+    fake.slow_above = 0  # too slow even for the smallest page: reported, the runs kept
+    message = pool.sync_tracker(source)
+    assert message == f"the MLflow tracking server {fake.url} did not answer within 0.5 s" and len(pool) == 1200
+    assert fake.sizes[-1] == 50
+
+
+def test_nan_metrics_from_the_server_are_kept(worker, mlflow_server):
+    """MLflow writes a NaN metric as the string "NaN" (protobuf's JSON): a diverged run keeps its NaN
+    loss, which makes it a dead end against its baseline."""
+    run = worker("mlflow_run", uri=mlflow_server, experiment="rest-nan", name="diverged", status="FINISHED",
+                 metrics=[["val_loss", float("nan"), 1], ["grad_norm", float("inf"), 1]],
+                 tags={"soma.baseline.val_loss": "3.3", "soma.goal.val_loss": "min"})["run_id"]
+    record = pool_of(mlflow_server).get(run)
+    values = {m.name: m.value for m in record.metrics}
+    assert math.isnan(values["val_loss"]) and values["grad_norm"] >= 1.7e308  # (MLflow stores inf as the largest float)
+    assert dead_end_reason(record).startswith("every metric moved the wrong way: val_loss nan vs 3.3")

@@ -186,3 +186,25 @@ def test_a_run_killed_without_an_exit_record_is_crashed_once_its_log_is_still(tr
     with TrackerFollower(pool):
         wait_for(lambda: pool.get(run).status is Status.CRASHED, "the killed run marked crashed")
     assert pool.get(run).headline == "killed mid-run"
+
+
+def test_the_field_numbers_decoded_by_hand_are_those_of_the_installed_wandb(worker):
+    """The log is decoded without wandb (docs/decisions.md): the numbers it reads must be W&B's own.
+    Protobuf keeps a field's number for good; this catches a wandb that broke that rule."""
+    read = {"Record.history": wandb_log.R_HISTORY, "Record.summary": wandb_log.R_SUMMARY,
+            "Record.config": wandb_log.R_CONFIG, "Record.run": wandb_log.R_RUN, "Record.exit": wandb_log.R_EXIT,
+            "Record.environment": wandb_log.R_ENVIRONMENT, "RunRecord.run_id": wandb_log.RUN_ID,
+            "RunRecord.entity": wandb_log.RUN_ENTITY, "RunRecord.project": wandb_log.RUN_PROJECT,
+            "RunRecord.config": wandb_log.RUN_CONFIG, "RunRecord.display_name": wandb_log.RUN_NAME,
+            "RunRecord.notes": wandb_log.RUN_NOTES, "RunRecord.tags": wandb_log.RUN_TAGS,
+            "RunRecord.start_time": wandb_log.RUN_START, "RunRecord.git": wandb_log.RUN_GIT,
+            "ConfigItem.key": wandb_log.ITEM_KEY, "ConfigItem.nested_key": wandb_log.ITEM_NESTED,
+            "ConfigItem.value_json": wandb_log.ITEM_JSON, "SummaryItem.key": wandb_log.ITEM_KEY,
+            "SummaryItem.nested_key": wandb_log.ITEM_NESTED, "SummaryItem.value_json": wandb_log.ITEM_JSON,
+            "HistoryItem.key": wandb_log.ITEM_KEY, "HistoryItem.nested_key": wandb_log.ITEM_NESTED,
+            "HistoryItem.value_json": wandb_log.ITEM_JSON, "ConfigRecord.update": wandb_log.UPDATE,
+            "ConfigRecord.remove": wandb_log.REMOVE, "SummaryRecord.update": wandb_log.UPDATE,
+            "SummaryRecord.remove": wandb_log.REMOVE, "HistoryRecord.item": wandb_log.UPDATE,
+            "RunExitRecord.exit_code": wandb_log.EXIT_CODE, "EnvironmentRecord.git": wandb_log.ENV_GIT,
+            "GitRepoRecord.remote_url": wandb_log.GIT_REMOTE, "GitRepoRecord.commit": wandb_log.GIT_COMMIT}
+    assert worker("wandb_fields", fields=sorted(read)) == read

@@ -5,7 +5,8 @@ and writes files, so the test process never imports it; one worker serves a whol
 Commands (`op`): `mlflow_run` {uri, experiment, name, status, description, params, metrics, tags} →
 {run_id, experiment_id}; `mlflow_tag` {uri, run_id, key, value}; `mlflow_end` {uri, run_id, status};
 `mlflow_delete` {uri, run_id}; `mlflow_delete_experiment` {uri, experiment}; `wandb_run` {dir, name,
-notes, tags, config, metrics, exit_code, project, entity} → {run_id, folder}.
+notes, tags, config, metrics, exit_code, project, entity} → {run_id, folder}; `wandb_fields` {fields}
+→ the field numbers of wandb's own protobuf messages.
 """
 
 from __future__ import annotations
@@ -67,9 +68,20 @@ def wandb_run(dir, name, notes=None, tags=(), config=None, metrics=(), exit_code
     return {"run_id": run_id, "folder": folder}
 
 
+def wandb_fields(fields):
+    """The field numbers of W&B's own protobuf messages: {"Message.field": number} for each asked."""
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    numbers = {}
+    for name in fields:
+        message, field = name.split(".")
+        numbers[name] = getattr(pb, message).DESCRIPTOR.fields_by_name[field].number
+    return numbers
+
+
 def main() -> None:
     ops = {f.__name__: f for f in (mlflow_run, mlflow_tag, mlflow_end, mlflow_delete, mlflow_delete_experiment,
-                                   wandb_run)}
+                                   wandb_run, wandb_fields)}
     answers, sys.stdout = sys.stdout, sys.stderr  # the clients print ("View run … at"): keep answers apart
     for line in sys.stdin:
         command = json.loads(line)

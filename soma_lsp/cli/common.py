@@ -38,7 +38,7 @@ def open_pool(args: argparse.Namespace, *, indexed: bool = True) -> LivePool:
     """The pool named by `--pool` (or the defaults), loaded — an indexed one from its snapshot when it
     has one that is still true (unless `--no-snapshot`); call `done_with` after the output."""
     snapshots = cache_directory(os.environ) if indexed and getattr(args, "snapshot", False) else None
-    pool = LivePool(roots(args), LiveIndex() if indexed else None, cache_dir=snapshots)
+    pool = LivePool(roots(args), LiveIndex() if indexed else None, cache_dir=snapshots, in_parts=False)
     pool.load()
     if outlive is not None:
         outlive.append(pool)

@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
     workspace = Path(args.workspace).resolve() if args.workspace else find_workspace(path)
     index = LiveIndex()
-    pool = LivePool(pool_roots([workspace], args.pool, os.environ), index)
+    pool = LivePool(pool_roots([workspace], args.pool, os.environ), index, in_parts=False)
     pool.load()
     settings = Settings()
     relpath = convert.relative_to_folders(str(path), [str(workspace)])

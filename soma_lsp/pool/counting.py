@@ -53,15 +53,16 @@ _EMPTY = ("", "", "", "")
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 
 
-def start(files: Iterable[tuple[str, int]], max_line: int) -> dict[str, "Counting"]:
+def start(files: Iterable[tuple[str, int]], max_line: int, *, in_parts: bool = True) -> dict[str, "Counting"]:
     """A child for each `.jsonl` (path, size) of at least `APART_BYTES`, as many as there are spare
-    cores (none on one core)."""
+    cores (none on one core); `in_parts`: whether the loader commits the file in parts (else the
+    child counts it as one block)."""
     spare = len(os.sched_getaffinity(0)) - 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) - 1
     chosen = [path for path, size in files if size >= APART_BYTES and path.endswith(".jsonl")][:max(spare, 0)]
     countings = {}
     for path in chosen:
         try:
-            countings[path] = Counting(path, max_line)
+            countings[path] = Counting(path, max_line, in_parts)
         except OSError as error:
             log.warning("could not start counting %s apart: %r", path, error)
     return countings
@@ -83,7 +84,7 @@ class _NotYet(Exception):
 class Counting:
     """One child counting one file."""
 
-    def __init__(self, path: str, max_line: int) -> None:
+    def __init__(self, path: str, max_line: int, in_parts: bool = True) -> None:
         self.path = path
         self._result: CountedLines | None = None
         self._for: FileLoad | None = None  # the load (a part, or the whole file) `_result` is for
@@ -99,7 +100,7 @@ class Counting:
         try:
             self._child = subprocess.Popen(
                 [sys.executable, "-c", "from soma_lsp.pool.counting import main; main()", path, str(max_line),
-                 str(parts.FIRST_PART_LINES)],
+                 str(parts.FIRST_PART_LINES if in_parts else 0)],
                 stdin=subprocess.DEVNULL, stdout=self._out, stderr=self._err, env=environment)
         except OSError:
             self._out.close()
@@ -198,10 +199,11 @@ class Counting:
 
 def main() -> None:
     """The child: `python -c ... PATH MAX_LINE FIRST_PART_LINES`; the count of PATH on stdout, a block
-    per part, each written as soon as it is counted. It ends without freeing what it counted."""
+    per part (one for the whole file when FIRST_PART_LINES is 0), each written as soon as it is
+    counted. It ends without freeing what it counted."""
     gc.disable()  # many small acyclic objects, a short life
     path, max_line, first_part = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    for block in count_parts(path, max_line, parts.part_ends(first_part)):
+    for block in count_parts(path, max_line, parts.part_ends(first_part) if first_part else iter(())):
         sys.stdout.buffer.write(encode(block.counted, block.stamps, block.first, block.last))
         sys.stdout.flush()
     os._exit(0)

@@ -57,9 +57,12 @@ class LivePool:
     def __init__(self, roots: Iterable[str | os.PathLike], index=None, *, batch_records: int = 20_000,
                  batch_files: int = 500, max_json_bytes: int = MAX_JSON_BYTES,
                  max_yaml_bytes: int = MAX_YAML_BYTES, cache_dir: str | os.PathLike | None = None,
-                 cache_limits: CacheLimits = CacheLimits()) -> None:
+                 cache_limits: CacheLimits = CacheLimits(), in_parts: bool = True) -> None:
         """`cache_dir`: where snapshots live (see `pool.snapshot`); None for none. Only an indexed pool
-        uses them. `cache_limits`: how the directory is tidied after a snapshot is written. A root that
+        uses them. `cache_limits`: how the directory is tidied after a snapshot is written. `in_parts`:
+        a big `.jsonl` file read for the first time is committed in parts (`pool.parts`), for whoever
+        queries while it loads; a command that answers once it is loaded says False (each part is one
+        more commit and segment merge: ≈ +90 MB at the peak of a 100k-line first load). A root that
         is a tracker (`pool.trackers.source_for`: a URI, an `mlruns/` or `wandb/` folder) is one of
         `self.trackers`, not a folder of record files."""
         entries = [os.fspath(root) for root in roots]
@@ -74,6 +77,7 @@ class LivePool:
         self.snapshot_path = None if cache_dir is None or index is None else \
             snapshot.snapshot_path(cache_dir, self._roots.paths + [s.entry for s in self.trackers], self._limits)
         self.cache_limits = cache_limits
+        self.in_parts = in_parts
         self._store: RecordStore | None = None  # records of a restored snapshot, built as they are used
         self._lock = threading.RLock()  # the pool's own state (files, claims, problems)
         self._apply_lock = threading.Lock()  # one applier at a time
@@ -317,7 +321,8 @@ class LivePool:
         batch_records = 0
         # big .jsonl files read for the first time are counted apart meanwhile (pool.counting)
         apart = counting.start(((p, sizes[p]) for p in paths if p in sizes and p not in gone and p not in self._files),
-                               self._limits["max_json_bytes"]) if sizes and self.index is not None else {}
+                               self._limits["max_json_bytes"], in_parts=self.in_parts) \
+            if sizes and self.index is not None else {}
         counted: dict[str, Callable[[], CountedLines | None]] = {}
 
         def commit_part(path: str, part: FileLoad) -> None:  # a first read's prefix (pool.parts)
@@ -336,7 +341,7 @@ class LivePool:
                 if listed or self._readable(path, extras):  # the listing checked what _readable checks
                     size = sizes.get(path, 0) if sizes else 0
                     child = apart.get(path)
-                    first_read = listed and path not in self._files and self.index is not None
+                    first_read = listed and path not in self._files and self.index is not None and self.in_parts
                     load = load_file(path, progress=streamed if size > step else None,
                                      previous=self._files.get(path), **self._limits,
                                      batch=Parts(functools.partial(commit_part, path)) if first_read else None)

@@ -240,12 +240,17 @@ def _focus(doc, pos: Position | None, basis: str, levers: Levers) -> tuple[str, 
     return tuple(terms_text(_identifiers(line, code_noise(doc.lang) | STOP_WORDS)).split())
 
 
+def line_knobs(line: str) -> tuple[tuple[str, str, str], ...]:
+    """The (knob, canonical value, as written) a line of code or config sets (`soma_lsp.knobs`), by
+    the knob's last name (`config.ema_decay` → `ema_decay`): what lever `knob` compares with records."""
+    return tuple((key.rsplit(".", 1)[-1], knob.value, knob.text) for key, knob in line_settings(line).items()
+                 if "." not in key)
+
+
 def _line_settings(doc, pos: Position | None, levers: Levers) -> tuple[tuple[str, str, str], ...]:
     if not levers.knob or pos is None or not 0 <= pos[0] < len(doc.index.lines):
         return ()
-    found = line_settings(doc.index.lines[pos[0]])
-    return tuple((key.rsplit(".", 1)[-1], knob.value, knob.text) for key, knob in found.items()
-                 if "." not in key)
+    return line_knobs(doc.index.lines[pos[0]])
 
 
 def build_query(
@@ -327,5 +332,5 @@ __all__ = [
     "BuiltQuery", "Definition", "build_query", "definitions", "architecture_bag",
     "find_definition", "encloses", "related", "innermost", "language_for_path", "LineIndex",
     "position_to_index", "index_to_position", "utf16_len", "utf16_to_index", "index_to_utf16",
-    "clear_cache", "split_lines", "retrieval_query", "Levers", "ALL_ON", "Hints", "NO_HINTS",
+    "clear_cache", "split_lines", "retrieval_query", "Levers", "ALL_ON", "Hints", "NO_HINTS", "line_knobs",
 ]

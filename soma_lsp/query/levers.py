@@ -20,10 +20,13 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   applied to the ideas named near the cursor (its line, the word under it). Expanding every term of
   the scope lifted the tune probes but cost the held-out third (R@3 0.859 → 0.797); near the
   cursor it helps both, so that is what ships.
-* `knob` — a setting on the cursor's line equal to a record's `key=value` (equal as numbers) puts
-  that record first after the ties, labelled "same setting"; the same knob at another value follows.
-* `siblings` — records of the same experiment as a tied or top record (same name stem, "re-run of"
-  its name) follow it.
+* `knob` — a setting on the cursor's line equal to a record's `key=value` (equal as numbers) is
+  strong evidence: the runs *about* that knob (its word in their name) come first after the ties,
+  labelled "same setting", then the same knob's other values, then runs that mention the same
+  setting in passing; and a line setting the value a dead end about the knob ran with gets a
+  dead-end warning (docs/spec.md §4.5).
+* `siblings` — records of the same experiment as a tier's, a tied or the top record (same name stem
+  at another setting, "re-run of" its name) follow it right after it.
 * `dead_ends` — a dead end does not age: the gate and the order read a dead end's score with the
   recency it lost given back (`soma_lsp.server.standing`), so a year-old dead end that matches
   as well as last week's run is shown beside it.

@@ -28,7 +28,7 @@ builder, never a feature or the session.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..pool.commit_ties import CommitTie
@@ -36,6 +36,7 @@ from ..query import ALL_ON, NO_HINTS, Definition, Hints, Levers, find_definition
 from ..records import Record
 from ..retrieval import LiveIndex, RetrievalQuery, ScoredRecord
 from . import evidence
+from .embedder import Similarity
 from .standing import max_lift, standing
 
 #: Distinct matched query terms a ranked record needs in a code scope (or a shared component).
@@ -131,14 +132,15 @@ def has_evidence(scored: ScoredRecord, min_terms: int, pointed: Sequence[str] = 
 def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], *, min_score: float,
                  limit: int | None, count: bool = True, min_terms: int = MIN_MATCHED_TERMS,
                  count_cap: int = COUNT_CAP, levers: Levers = ALL_ON, hints: Hints = NO_HINTS,
-                 unasked: bool = False) -> Related:
+                 unasked: bool = False, similarity: Similarity | None = None) -> Related:
     """Ties first (scored with the same query), then the gated ranking without them, arranged by
     the levers' evidence (`arrange`, with the built query's `hints`).
 
     `unasked`: for a hover, which must stay quiet where nothing relates: the strength gate drops weak
     ranked records there (lever `strength`), not from find-related (lenses: `worth_a_lens`).
     `limit` bounds what is returned (None: everything up to COUNT_CAP); with `count`, the gated
-    ranking is read to `count_cap` to say how many there are in all."""
+    ranking is read to `count_cap` to say how many there are in all. `similarity` (an embedder's,
+    `server.embedder`, off by default) adds its bonus to each gated record's standing in the order."""
     tied = list(tied)
     tied_ids = [t.record.id for t in tied]
     tied_scored = sorted(index.score(query, tied_ids), key=_tie_order)
@@ -151,11 +153,15 @@ def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], 
     pointed = hints.word if levers.cursor and not unasked else ()
     ranked = [s for s in ranked_all if s.record.id not in tied_set and has_evidence(s, min_terms, pointed)
               and standing(s, levers.dead_ends) >= min_score]
-    if levers.dead_ends:
-        ranked.sort(key=lambda s: (-standing(s, True), s.record.id))
+    bonus = similarity(ranked) if similarity is not None else {}
+
+    def order(s: ScoredRecord) -> float:
+        return standing(s, levers.dead_ends) + bonus.get(s.record.id, 0.0)
+    if levers.dead_ends or bonus:
+        ranked.sort(key=lambda s: (-order(s), s.record.id))
     capped = len(ranked_all) >= want + len(tied_set) and want > 0
     ranked, labels = arrange(index, query, tied_scored, ranked, gate=unasked and min_terms > 1,
-                             levers=levers, hints=hints)
+                             levers=levers, hints=hints, order=order)
     total = len(tied_scored) + len(ranked)
     if limit is not None:
         ranked = ranked[: max(0, limit - len(tied_scored))]
@@ -178,8 +184,9 @@ def worth_a_lens(index: LiveIndex, related: Related, *, levers: Levers, hints: H
 
 
 def arrange(index: LiveIndex, query: RetrievalQuery, tied: Sequence[ScoredRecord],
-            ranked: list[ScoredRecord], *, gate: bool, levers: Levers,
-            hints: Hints) -> tuple[list[ScoredRecord], tuple[tuple[str, str], ...]]:
+            ranked: list[ScoredRecord], *, gate: bool, levers: Levers, hints: Hints,
+            order: Callable[[ScoredRecord], float] = lambda s: s.score,
+            ) -> tuple[list[ScoredRecord], tuple[tuple[str, str], ...]]:
     """The issue-20 levers on a gated ranking (see `evidence`): the strength gate, the cursor's line,
     then the tiers, which pass the gate whatever their score: the records that set a knob of the
     cursor's line (`evidence.knob_front`), each followed by its siblings; then the top ranked record,
@@ -188,7 +195,7 @@ def arrange(index: LiveIndex, query: RetrievalQuery, tied: Sequence[ScoredRecord
         idf = index.idf_of(t for s in ranked for t in s.components.matched_terms)
         ranked = [s for s in ranked if evidence.strong(s, idf, hints.aliases, n_records=len(index))]
     if levers.cursor:
-        ranked = evidence.focus_order(ranked, hints.focus, key=lambda s: standing(s, levers.dead_ends))
+        ranked = evidence.focus_order(ranked, hints.focus, key=order, word=hints.word)
     knobs = evidence.knob_front(index, hints.settings) if levers.knob else []
     tiers = Tiers(index, {s.record.id for s in tied}, levers.siblings, dict(knobs))
     for record_id, _ in knobs:

@@ -21,6 +21,7 @@ Defaults worth knowing:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -50,6 +51,10 @@ class Settings:
     cache_unused_days: float = UNUSED_DAYS  # cache entries unused this long are removed (pool.cache)
     cache_max_mb: float = MAX_BYTES / 2**20  # … and the least recently used beyond this size
     levers: Levers = ALL_ON  # the retrieval-quality levers (soma_lsp.query.levers), all on
+    embedder_url: str = ""  # an HTTP /v1/embeddings service (server.embedder); "" = none
+    embedder_model: str = ""  # the `model` it is asked for
+    embedder_entry_point: str = ""  # or a Python `module:attribute` embedder
+    embedder_weight: float = 0.1  # × cosine, added to a ranked record's standing in find-related
 
     @property
     def cache_limits(self) -> CacheLimits:
@@ -68,6 +73,8 @@ class Settings:
             "pollSeconds": self.poll_seconds,
             "cache": {"unusedDays": self.cache_unused_days, "maxSizeMB": self.cache_max_mb},
             "levers": {name: getattr(self.levers, name) for name in Levers.names()},
+            "embedder": {"url": self.embedder_url, "model": self.embedder_model,
+                         "entryPoint": self.embedder_entry_point, "weight": self.embedder_weight},
         }
 
 
@@ -133,6 +140,29 @@ def _levers(value: Any) -> Levers:
     return Levers(**dict(value))
 
 
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise Invalid(f"expected a string, got {kind_of(value)}")
+    return value.strip()
+
+
+def _url(value: Any) -> str:
+    text = _text(value)
+    if text and not text.lower().startswith(("http://", "https://")):
+        raise Invalid(f"expected an http:// or https:// URL, got {value!r}")
+    return text
+
+
+_ENTRY_POINT = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+
+
+def _entry_point(value: Any) -> str:
+    text = _text(value)
+    if text and not _ENTRY_POINT.fullmatch(text):
+        raise Invalid(f"expected module:attribute (e.g. soma_lsp.server.embedder:wordllama), got {value!r}")
+    return text
+
+
 def _severity(value: Any) -> str:
     if not isinstance(value, str) or value.strip().lower() not in SEVERITIES:
         raise Invalid(f"expected one of {', '.join(SEVERITIES)}, got {value!r}")
@@ -154,6 +184,10 @@ FIELDS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "cache.unusedDays": ("cache_unused_days", _number(0.0, low_open=True)),
     "cache.maxSizeMB": ("cache_max_mb", _number(1.0)),
     "levers": ("levers", _levers),
+    "embedder.url": ("embedder_url", _url),
+    "embedder.model": ("embedder_model", _text),
+    "embedder.entryPoint": ("embedder_entry_point", _entry_point),
+    "embedder.weight": ("embedder_weight", _number(0.0, 1.0)),
 }
 _LEAVES = {"weights", "levers"}  # objects that are one value, not a group of keys
 
@@ -203,6 +237,8 @@ def parse(*sources: Any) -> tuple[Settings, list[str]]:
 def _show(value: Any) -> str:
     if value is None:
         return "the workspace's .soma/pool"
+    if value == "":
+        return "none"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, Levers):

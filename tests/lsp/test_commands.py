@@ -9,6 +9,8 @@ import unicodedata
 import pytest
 from pygls.exceptions import JsonRpcException
 
+from soma_lsp.query import Levers
+
 from conftest import Session
 
 TRANSFORMER = "model/transformer.py"
@@ -40,7 +42,7 @@ async def test_find_related_at_a_position_lists_ties_first(session: Session):
     assert json.dumps(results)  # plain JSON all the way
 
 
-NO_LEVERS = {"levers": {"strength": False, "cursor": False, "class_bag": False, "knob": False, "siblings": False}}
+NO_LEVERS = {"levers": {name: False for name in Levers.names()}}
 
 
 async def test_without_levers_the_rest_is_the_gated_ranking(start_session, preset):

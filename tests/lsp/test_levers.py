@@ -81,3 +81,60 @@ async def test_a_weak_match_stays_out_of_the_hover_unless_the_strength_lever_is_
     hover = await loud.hover(loud.open("args.py"), line, col + 1)
     assert hover is not None and "exp-0117" in hover.contents.value
     assert "sibling of exp-0117" in hover.contents.value or "sibling of exp-0118" in hover.contents.value
+
+
+DEAD_POOL = '''- id: exp-0300
+  name: rope-theta-1m-2k-ctx
+  status: failed
+  finished_at: 2025-01-10T00:00:00Z
+  conclusion: a rotary base of 1M at 2k context diverges at step 3k
+  notes: rope_theta=1e6 seq 2048
+- id: exp-0301
+  name: post-ln-24-layers
+  status: failed
+  finished_at: 2025-02-10T00:00:00Z
+  conclusion: post-LN diverges past 12 layers
+  notes: lr=3e-4 and rope_theta=1e6, norm after the residual add
+'''
+
+CONFIG = '''model:
+  dim: 2048
+  rope_theta: 1e6
+  max_seq_len: 4096
+optim:
+  lr: 3e-4
+'''
+
+
+async def test_a_line_setting_a_dead_ends_knob_to_its_value_warns_on_that_line(start_session, preset, tmp_path):
+    root = workspace(tmp_path)
+    (root / ".soma" / "pool" / "dead.yaml").write_text(DEAD_POOL, encoding="utf-8")
+    (root / "model.yaml").write_text(CONFIG, encoding="utf-8")
+    session = await start_session(preset, workspace=root)
+
+    def knob_warnings(found):
+        return [d for d in found if d.source == "soma" and "same setting" in d.message]
+
+    uri = session.open("args.py")
+    found = await session.diagnostics(uri, lambda d: bool(knob_warnings(d)))
+    [warning] = knob_warnings(found)  # exp-0301 is not about rope_theta (it names it in passing)
+    line, col = session.line_of("args.py", "rope_theta: float = 1_000_000.0")
+    assert (warning.range.start.line, warning.range.start.character) == (line, col)
+    assert warning.range.end.character == col + len("rope_theta: float = 1_000_000.0")
+    assert warning.code == "exp-0300" and warning.severity.name == "Warning"
+    assert warning.message.startswith("Dead end: rope-theta-1m-2k-ctx (exp-0300, status failed) — a rotary base")
+    assert warning.message.endswith("· same setting: rope_theta = 1e6")
+
+    config = session.open("model.yaml", language="yaml")
+    found = await session.diagnostics(config, lambda d: bool(knob_warnings(d)))
+    assert [(d.range.start.line, d.code) for d in knob_warnings(found)] == [(2, "exp-0300")]  # 1e6 = 1_000_000.0
+    assert not knob_warnings(await session.diagnostics(session.open(".soma/pool/dead.yaml", language="yaml")))
+
+
+async def test_no_knob_warning_with_the_lever_off(start_session, preset, tmp_path):
+    root = workspace(tmp_path)
+    (root / ".soma" / "pool" / "dead.yaml").write_text(DEAD_POOL, encoding="utf-8")
+    session = await start_session(preset, workspace=root, init_options={"levers": {"knob": False}})
+    uri = session.open("args.py")
+    found = await session.diagnostics(uri)
+    assert not [d for d in found if "same setting" in d.message]

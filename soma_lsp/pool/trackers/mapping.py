@@ -57,11 +57,17 @@ class Run:
 def record_mapping(run: Run) -> dict[str, Any]:
     """The soma record (docs/spec.md §1.2) a run stands for, before validation."""
     tags = run.tags
-    soma = {key[len(SOMA):]: value for key, value in tags.items() if key.startswith(SOMA)}
+    soma: dict[str, str] = {}
+    labels: list[str] = []
+    for key, value in tags.items():  # one pass: soma's own tags, and the labels (not MLflow's own)
+        if key.startswith(SOMA):
+            soma[key[len(SOMA):]] = value
+        elif not key.startswith("mlflow."):
+            labels.append(f"{key}={value}" if value else key)
     notes = run.notes if run.notes is not None else tags.get(NOTE)
     note = notes.strip() if isinstance(notes, str) else ""
-    words = " ".join(f"{key}={_word(value)}" for key, value in sorted(run.params.items()))
-    text = "\n\n".join(part for part in (note, words) if part)
+    words = " ".join([f"{key}={_word(value)}" for key, value in sorted(run.params.items())])
+    text = f"{note}\n\n{words}" if note and words else note or words
     mapping: dict[str, Any] = {
         "id": run.id,
         "name": run.name or tags.get(RUN_NAME) or run.id,
@@ -75,8 +81,7 @@ def record_mapping(run: Run) -> dict[str, Any]:
         "repo": run.repo or tags.get(REPO),
         "url": run.url,
         "origin": run.origin,
-        "tags": [key if value == "" else f"{key}={value}" for key, value in tags.items()
-                 if not key.startswith(("mlflow.", SOMA))] or None,
+        "tags": labels or None,
     }
     for key in ("architecture", "code"):
         if soma.get(key):

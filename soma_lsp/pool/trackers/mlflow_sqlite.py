@@ -132,9 +132,7 @@ class SqliteStore(TrackerSource):
         for row in rows:
             experiment = experiments.get(str(row[5]))
             if experiment is not None:  # (None: a run of a deleted experiment)
-                key, stamp = self.prefix + row[0], fingerprint(row)
-                self._stamps[row[0]] = stamp
-                found[key] = (stamp, lambda key=key, row=row, name=experiment: self._load(key, row, name))
+                self._found(found, row, experiment)
         return Scan(found, everything)
 
     def _delta(self, experiments: dict[str, str], heads: dict[str, tuple], rows: list[tuple]) -> Scan:
@@ -148,12 +146,16 @@ class SqliteStore(TrackerSource):
             if experiment is None:
                 gone.add(row[0])
                 continue
-            key, stamp = self.prefix + row[0], fingerprint(row)
-            self._stamps[row[0]] = stamp
-            found[key] = (stamp, lambda key=key, row=row, name=experiment: self._load(key, row, name))
+            self._found(found, row, experiment)
         for run in gone:
             self._stamps.pop(run, None)
         return Scan(found, everything, frozenset(self.prefix + run for run in gone))
+
+    def _found(self, found: dict, row: tuple, experiment: str) -> None:
+        """Enter one run's row: its fingerprint now (once), its record built only if the pool wants it."""
+        key, stamp = self.prefix + row[0], fingerprint(row)
+        self._stamps[row[0]] = stamp
+        found[key] = (stamp, lambda: self._load(key, row, stamp, experiment))
 
     def _read(self, connection: sqlite3.Connection, quick: bool) -> tuple[dict[str, str], Any, list[tuple]]:
         try:
@@ -179,13 +181,13 @@ class SqliteStore(TrackerSource):
                 if wanted else []
             return experiments, heads, rows
 
-    def _load(self, key: str, row: tuple, experiment: str):
+    def _load(self, key: str, row: tuple, stamp: tuple, experiment: str):
         run_uuid, name, status, start, end, _, tags, params, metrics = row
         run = Run(id=run_uuid, name=name or None, status=status, start_ms=start, end_ms=end,
                   tags={k: v or "" for k, v in _pairs(tags)}, params=dict(_pairs(params)),
                   metrics={k: float(v) for k, v in _pairs(metrics)},
                   origin=f"{self.kind} {self.path} · experiment {experiment}")
-        return run_load(key, run, fingerprint(row))
+        return run_load(key, run, stamp)
 
     def close(self) -> None:
         if self._watch is not None:

@@ -83,27 +83,41 @@ class _ApproximatePass:
         columns, w = self._columns, q.weighting
         f32 = np.float32
         static, delta = self._static_part(q)
-        score = static.copy()
-        if approximate is not None:
-            lexical = w["float32"]["lexical"] * approximate.bm25
-            lexical *= f32(1.0 / approximate.top)
-            score += lexical
+        if approximate is not None:  # w'·bm25 / max bm25 + the static part: no copy of the latter
+            score = np.multiply(w["float32"]["lexical"], approximate.bm25)
+            score *= f32(1.0 / approximate.top)
+            score += static
             delta += 3 * approximate.error  # a ratio of two values each within ε, times w' ≤ 1
+        else:
+            score = static.copy()
         shared = self._shared_everywhere(q, np.float32) if q.bag_total > 0 else None
-        if shared is not None:  # w'·shared / (Σ q + Σ r − shared), in one scratch vector
-            structural = np.add(w["float32"]["arch_total"], f32(q.bag_total))
-            structural -= shared
-            np.divide(shared, structural, out=structural)
-            structural *= w["float32"]["structural"]
-            score += structural
-            delta += (2 * len(q.bag) + 8) * 2.0 ** -24
-        score[self._dead()] = -np.inf
+        relevant = None
         if relevant_only:
             relevant = (approximate.bm25 > 0) if approximate is not None else np.zeros(columns.size, bool)
             if shared is not None:
                 relevant |= shared > 0
+        if shared is not None:  # w'·shared / (Σ q + Σ r − shared), in place (`shared` is not needed after)
+            structural = np.subtract(self._denominators(q), shared)
+            shared *= w["float32"]["structural"]
+            np.divide(shared, structural, out=structural)
+            score += structural
+            delta += (2 * len(q.bag) + 8) * 2.0 ** -24
+        score[self._dead()] = -np.inf
+        if relevant is not None:
             score[~relevant] = -np.inf
         return _top_within(score, limit, 2 * delta)
+
+    def _denominators(self, q: "_Query") -> np.ndarray:
+        """Σ q + Σ r per slot in float32, kept per weighting and Σ q (a file's hovers share their
+        architecture; most queries name as many components)."""
+        kept = q.weighting["denominators"]
+        found = kept.get(q.bag_total)
+        if found is None:
+            if len(kept) >= tuning.STATIC_PARTS_KEPT:
+                kept.pop(next(iter(kept)))
+            found = kept[q.bag_total] = np.add(q.weighting["float32"]["arch_total"], np.float32(q.bag_total))
+            found.flags.writeable = False
+        return found
 
     def _static_part(self, q: "_Query") -> tuple[np.ndarray, float]:
         """The query-independent part of the approximate score — w'·recency + w'·importance in float32 —

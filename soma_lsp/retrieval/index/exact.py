@@ -56,26 +56,18 @@ class _ExactPass:
         return bm25, matched
 
     def _shared_at(self, q: "_Query", slots: np.ndarray) -> np.ndarray:
-        """Exact Σ_c min(q_c, r_c) of these (distinct) slots, component by component in query order,
-        with the counts as the postings hold them (float32): a few slots looked up in the postings
-        (`_Segment.counts_at`, as `_bm25_at` does), many scattered from all of them."""
+        """Exact Σ_c min(q_c, r_c) of these slots, component by component in query order, with the
+        counts as the postings hold them (float32): few slots from their records, many from postings."""
         if slots.size > tuning.FEW_SLOTS:
             return self._shared_everywhere(q, np.float64)[slots]
-        keys = self._components.keys_of(list(q.bag))
-        known = keys >= 0
-        keys, wanted = keys[known], np.fromiter(q.bag.values(), dtype=np.float64, count=len(q.bag))[known, None]
         shared = np.zeros(slots.size)
-        if not keys.size:
-            return shared
-        order = np.argsort(slots)  # (`score` passes slots in the caller's order)
-        ordered = slots[order]
-        for segment in self._components.segments:  # a slot's postings are all in one segment
-            start, end = np.searchsorted(ordered, (segment.first, segment.last + 1)).tolist()
-            if start == end:
-                continue
-            counts = segment.counts_at(keys, ordered[start:end]).astype(np.float64)
-            # a running sum in query order; min(q_c, 0) = 0 where a component is absent adds nothing
-            shared[order[start:end]] += np.cumsum(np.minimum(wanted, counts), axis=0)[-1]
+        for i, slot in enumerate(slots.tolist()):
+            bag, total = T.component_bag(self._slot_records[slot].architecture), 0.0
+            for name, q_count in q.bag.items():
+                count = bag.get(name)
+                if count is not None:
+                    total += min(q_count, float(np.float32(count)))
+            shared[i] = total
         return shared
 
     def _shared_everywhere(self, q: "_Query", dtype: type) -> np.ndarray:

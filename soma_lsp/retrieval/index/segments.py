@@ -55,9 +55,13 @@ class _Segment:
         """tf[i, j] of key i at slot j (0 where absent), all pairs at once. Postings in (key, slot)
         order are in order of key·span + slot (span: past the last slot), so one search among every
         SAMPLE_STRIDE-th such value (`_sampled`) finds the window where a pair can be, and a few
-        halving steps find it within its key's part of that window."""
+        halving steps find it within its key's part of that window. For a few keys (a short query),
+        one `searchsorted` per key among its own postings costs less (17 against 56 µs for 3 keys at
+        100k records: the window search is a dozen numpy calls whatever the number of keys)."""
         if not self.slots.size:
             return np.zeros((keys.size, slots.size), dtype=self.counts.dtype)
+        if keys.size <= tuning.KEYS_ONE_BY_ONE:
+            return self._counts_key_by_key(keys, slots)
         known = keys + 1 < self.indptr.size
         start = np.where(known, self.indptr[np.minimum(keys, self.indptr.size - 2)], 0)[:, None]
         end = np.where(known, self.indptr[np.minimum(keys + 1, self.indptr.size - 1)], 0)[:, None]
@@ -77,6 +81,20 @@ class _Segment:
         at = np.minimum(below + 1, top)
         return np.where((below + 1 < end) & (self.slots[at] == target), self.counts[at], 0)
 
+    def _counts_key_by_key(self, keys: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        """`counts_at`, searching each key's postings (ascending slots) on their own."""
+        found = np.zeros((keys.size, slots.size), dtype=self.counts.dtype)
+        for row, key in enumerate(keys.tolist()):
+            if key + 1 >= self.indptr.size:
+                continue
+            start, end = self.indptr[key:key + 2].tolist()
+            if start == end:
+                continue
+            posted = self.slots[start:end]
+            at = np.minimum(np.searchsorted(posted, slots), end - start - 1)
+            found[row] = np.where(posted[at] == slots, self.counts[start:end][at], 0)
+        return found
+
     def _sampled(self) -> np.ndarray:
         """key·span + slot of every SAMPLE_STRIDE-th posting (ascending), made at the first lookup."""
         if self.sample is None:
@@ -93,12 +111,31 @@ class _Segment:
 
     @classmethod
     def merge(cls, segments: Sequence["_Segment"], n_keys: int, keep: np.ndarray) -> "_Segment":
-        """One segment holding the postings of `segments` whose slots are still in `keep`."""
-        keys = np.concatenate([np.repeat(np.arange(s.indptr.size - 1), np.diff(s.indptr)) for s in segments])
-        slots = np.concatenate([s.slots for s in segments])
-        counts = np.concatenate([s.counts for s in segments])
-        live = keep[slots]
-        return cls.build(keys[live], slots[live], counts[live], n_keys)
+        """One segment holding the postings of `segments` whose slots are still in `keep`: each key's
+        postings of the first segment, then of the next, … (so slots stay ascending per key). Placed
+        one segment at a time into the result (a counting sort), never all of them as (key, slot,
+        count) triples at once: merging four 20k-record segments that way took a transient 160 MB,
+        the peak of a 100k-file first load."""
+        live = [keep[s.slots] for s in segments]
+        sizes = np.zeros(n_keys, dtype=np.int64)
+        for s, kept in zip(segments, live):
+            sizes += np.bincount(_keys_of(s)[kept], minlength=n_keys)
+        indptr = np.zeros(n_keys + 1, dtype=np.int64)
+        np.cumsum(sizes, out=indptr[1:])
+        slots, counts = np.empty(indptr[-1], dtype=np.int32), np.empty(indptr[-1], dtype=np.float32)
+        cursor = indptr[:-1].copy()
+        for s, kept in zip(segments, live):
+            keys = _keys_of(s)[kept]
+            per_key = np.bincount(keys, minlength=n_keys)
+            at = cursor[keys] + np.arange(keys.size) - (np.cumsum(per_key) - per_key)[keys]
+            slots[at], counts[at] = s.slots[kept], s.counts[kept]
+            cursor += per_key
+        return cls(indptr, slots, counts)
+
+
+def _keys_of(segment: _Segment) -> np.ndarray:
+    """Each posting's key (postings are in key order)."""
+    return np.repeat(np.arange(segment.indptr.size - 1), np.diff(segment.indptr))
 
 
 class _Postings:

@@ -8,7 +8,9 @@ MERGE_MAX = 1 << 22  # postings: segments this big are never merged again (compa
 DENSE_FRACTION = 4  # a term in ≥ 1/4 of the records is added as a dense vector, not scattered (or
 # ≥ 1/8, see `_Contributions.dense_fraction`)
 SAMPLE_STRIDE = 64  # `_Segment.counts_at` searches among every 64th posting first (1/8 byte a posting)
+KEYS_ONE_BY_ONE = 4  # `_Segment.counts_at` searches up to this many keys' postings one key at a time
 FEW_SLOTS = 4096  # exact values of up to this many slots are looked up, not scattered
 WEIGHTINGS_KEPT = 8  # query shapes whose per-record weighting is kept (see `_weighting`)
-STATIC_PARTS_KEPT = 4  # per query shape: the approximate score's query-independent part for this many `now`s
+STATIC_PARTS_KEPT = 4  # per query shape: the approximate score's query-independent part for this many `now`s,
+# and its structural denominators for this many architecture totals
 PRESENCE_FRACTION = 32  # a component in ≥ 1/32 of the slots is added through a boolean presence vector

@@ -32,6 +32,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInva
 from ...query import build_query, definitions, find_definition
 from ...records import kind_of
 from .. import convert
+from ..embedder import similarity_for
 from ..pool_service import PoolService
 from ..related import find_related, tied_records
 from ..guard import Unavailable
@@ -127,7 +128,8 @@ async def find_related_experiments(session: Session, pools: PoolService,
         def work():
             query = snap.retrieval_query(None, text=text, limit=None)
             return find_related(snap.index, query, (), min_score=snap.settings.min_score, limit=limit or None,
-                                min_terms=1, levers=snap.settings.levers)
+                                min_terms=1, levers=snap.settings.levers,
+                                similarity=similarity_for(snap.settings, query.text))
         related = await session.run_query(work)
     else:
         try:
@@ -144,7 +146,8 @@ async def find_related_experiments(session: Session, pools: PoolService,
                                 commit_ties=snap.commit_ties_here())
             query = snap.retrieval_query(built, text=text, limit=None)
             return find_related(snap.index, query, tied, min_score=snap.settings.min_score,
-                                limit=limit or None, levers=snap.settings.levers, hints=built.hints)
+                                limit=limit or None, levers=snap.settings.levers, hints=built.hints,
+                                similarity=similarity_for(snap.settings, query.text))
         related = await session.run_query(work)
     shown = related.shown(limit or len(related.tied) + len(related.ranked))
     results = [convert.result(scored, tied, related.commits.get(scored.record.id)) for scored, tied in shown]

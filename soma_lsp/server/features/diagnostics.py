@@ -10,6 +10,10 @@
   its own severity (`deadEnds.commitSeverity`) and its evidence in the message (the commit, how long
   ago, whether the code changed since) — unless other runs at the same code succeeded: then the
   failure lies in what differs between them, shown in the hover, and the code gets no warning.
+* A line that sets a knob to the value a dead end about that knob ran with (`rope_theta=1e6` in a
+  config or as a default, a record `rope-theta-1m` with `rope_theta=1000000`: equal as numbers,
+  `soma_lsp.knobs`; "about": `evidence.is_about`) gets one on that line, its evidence appended
+  (`· same setting: rope_theta = 1000000`) — lever `knob`, severity `deadEnds.severity`.
 * A pool file that is open gets one diagnostic per problem the pool reported for it (bad records,
   unreadable file, duplicate ids), on the problem's line.
 
@@ -24,10 +28,10 @@ from functools import partial
 from lsprotocol import types as lsp
 
 from ...pool import normalize
-from ...query import definitions, find_definition
+from ...query import definitions, find_definition, index_to_utf16, line_knobs
 from ...records import Record
 from ...retrieval import dead_end_reason, is_dead_end
-from .. import convert
+from .. import convert, evidence
 from ..guard import contained
 from ..hover_view import commit_evidence
 from ..markdown import plain
@@ -104,6 +108,41 @@ def dead_ends(snap: Snapshot) -> list[lsp.Diagnostic]:
     return out
 
 
+#: Longer lines (minified data) are not read for settings.
+MAX_SETTING_LINE = 2000
+
+
+def _in_pool(snap: Snapshot) -> bool:
+    """Whether the document is a file of the pool itself (its records are not settings of code)."""
+    path, pool = snap.document.path, snap.pool
+    return pool is not None and path is not None and any(
+        convert.inside(convert.real(path), convert.real(root)) for root in pool.roots)
+
+
+def knob_dead_ends(snap: Snapshot) -> list[lsp.Diagnostic]:
+    """Warnings on the lines that set a knob to the value a dead end about that knob ran with."""
+    severity = snap.settings.dead_end_severity
+    if severity not in SEVERITY or not snap.settings.levers.knob or not len(snap.index) or _in_pool(snap):
+        return []
+    out = []
+    for number, line in enumerate(snap.document.lines):
+        if len(line) > MAX_SETTING_LINE or ("=" not in line and ":" not in line):
+            continue
+        for knob, value, written in line_knobs(line):
+            for record_id, label in evidence.knob_tier(snap.index, [(knob, value, written)]):
+                record = snap.index.get(record_id)
+                if not label.startswith("same setting") or record is None or not is_dead_end(record) \
+                        or not evidence.is_about(record, knob):
+                    continue
+                start = max(line.lower().find(knob), 0)
+                end = line.find(written, start)
+                end = end + len(written) if end >= 0 else len(line)
+                span = lsp.Range(lsp.Position(number, index_to_utf16(line, start)),
+                                 lsp.Position(number, index_to_utf16(line, end)))
+                out.append(_diagnostic(record, span, f"{dead_end_message(record)} · {plain(label)}", severity))
+    return out
+
+
 def pool_problems(snap: Snapshot) -> list[lsp.Diagnostic]:
     pool, doc = snap.pool, snap.document
     if pool is None or doc.path is None:
@@ -121,7 +160,7 @@ def pool_problems(snap: Snapshot) -> list[lsp.Diagnostic]:
 
 
 def compute(snap: Snapshot) -> list[lsp.Diagnostic]:
-    return dead_ends(snap) + pool_problems(snap)
+    return dead_ends(snap) + knob_dead_ends(snap) + pool_problems(snap)
 
 
 @contained(name="diagnostics")
