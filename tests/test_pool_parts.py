@@ -171,7 +171,8 @@ def test_a_pool_that_answers_once_loaded_reads_a_big_file_as_one_update(tmp_path
     monkeypatch.setattr(counting.os, "sched_getaffinity", lambda pid: {0, 1})
     taken = []
     counts = counting.Counting.counts
-    monkeypatch.setattr(counting.Counting, "counts", lambda self, load: taken.append(counts(self, load)) or taken[-1])
+    monkeypatch.setattr(counting.Counting, "counts",
+                        lambda self, load, wait=True: taken.append(counts(self, load, wait)) or taken[-1])
     index, parted = LiveIndex(), LiveIndex()
     pool = LivePool([root], index, in_parts=False)
     seen = loads_seen(pool, index)
