@@ -13,7 +13,8 @@ a ratio is taken within its round (median, min–max); the server's, best of `--
 * first load: `LivePool(["sqlite:///…"], LiveIndex()).load()` — read, map, validate, index;
 * restart: the same with a snapshot saved by a previous process (fingerprints compared, nothing rebuilt);
 * new run visible: a run inserted (rows committed by another connection) while `TrackerFollower` polls
-  the database (every 0.5 s): time until the pool has it (median of 5);
+  the database (every 0.5 s): time until the pool has it (median of 5); the same for a run folder
+  renamed into a watched file store (`fixtures/workspace/mlruns`);
 * server: `mlflow server` over a copy of an M-run store; first load over REST, and one poll's requests
   and time when nothing is new.
 """
@@ -51,13 +52,13 @@ def child(code: str, *args: str, env: dict | None = None) -> dict:
 
 BASELINE = """
 import json, sqlite3, sys, time
-t = time.perf_counter()
+t, cpu = time.perf_counter(), time.process_time()
 c = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
 rows = [c.execute(q).fetchall() for q in (
     "SELECT run_uuid, name, status, start_time, end_time, experiment_id FROM runs WHERE lifecycle_stage != 'deleted'",
     "SELECT run_uuid, key, value FROM tags", "SELECT run_uuid, key, value FROM params",
     "SELECT run_uuid, key, value FROM latest_metrics")]
-print(json.dumps({"seconds": time.perf_counter() - t, "runs": len(rows[0])}))
+print(json.dumps({"seconds": time.perf_counter() - t, "cpu": time.process_time() - cpu, "runs": len(rows[0])}))
 """
 
 LOAD = """
@@ -65,12 +66,12 @@ import json, sys, time
 from soma_lsp.pool import LivePool
 from soma_lsp.retrieval import LiveIndex
 cache = sys.argv[2] if len(sys.argv) > 2 else None
-t = time.perf_counter()
+t, cpu = time.perf_counter(), time.process_time()
 pool = LivePool(["sqlite:///" + sys.argv[1]], LiveIndex(), cache_dir=cache)
 pool.load()
-seconds = time.perf_counter() - t
+seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
 saved = pool.save_snapshot() if cache and pool.unsaved else False
-print(json.dumps({"seconds": seconds, "records": len(pool), "rebuilt": pool.unsaved or saved}))
+print(json.dumps({"seconds": seconds, "cpu": cpu, "records": len(pool), "rebuilt": pool.unsaved or saved}))
 """
 
 LATENCY = """
@@ -89,6 +90,32 @@ with TrackerFollower(pool, sqlite_seconds=0.5):
             c.execute("INSERT INTO runs (run_uuid, name, source_type, status, start_time, lifecycle_stage, "
                       "experiment_id) VALUES (?, 'new', 'LOCAL', 'RUNNING', 1, 'active', ?)", (run, experiment))
         t = time.perf_counter()
+        while pool.get(run) is None:
+            time.sleep(0.005)
+        times.append(time.perf_counter() - t)
+print(json.dumps({"median": sorted(times)[2], "max": max(times)}))
+"""
+
+FILES_LATENCY = """
+import json, shutil, sys, time, uuid
+from pathlib import Path
+from soma_lsp.pool import LivePool
+from soma_lsp.pool.trackers.follow import TrackerFollower
+from soma_lsp.retrieval import LiveIndex
+store = Path(sys.argv[1])
+model = next(p.parent for p in sorted(store.glob("*/*/meta.yaml")))
+pool = LivePool([str(store)], LiveIndex())
+pool.load()
+times = []
+with TrackerFollower(pool):
+    for i in range(5):
+        run = uuid.uuid4().hex
+        copy = store.parent / run  # written aside, then renamed in: a run folder appears whole
+        shutil.copytree(model, copy)
+        meta = copy / "meta.yaml"
+        meta.write_text(meta.read_text().replace(model.name, run))
+        t = time.perf_counter()
+        copy.rename(model.parent / run)
         while pool.get(run) is None:
             time.sleep(0.005)
         times.append(time.perf_counter() - t)
@@ -139,9 +166,9 @@ def rounds(repeat: int, *measures: tuple[str, ...]) -> list[list[dict]]:
     return [[child(*measure) for measure in measures] for _ in range(repeat)]
 
 
-def ratio(results: list[list[dict]], i: int) -> str:
-    """`median (min–max)` over the rounds of measure i's seconds ÷ the round's baseline (measure 0)."""
-    ratios = sorted(r[i]["seconds"] / r[0]["seconds"] for r in results)
+def ratio(results: list[list[dict]], i: int, what: str = "seconds") -> str:
+    """`median (min–max)` over the rounds of measure i's seconds (or cpu) ÷ the round's baseline (measure 0)."""
+    ratios = sorted(r[i][what] / r[0][what] for r in results)
     return f"{ratios[len(ratios) // 2]:.1f} ({ratios[0]:.1f}–{ratios[-1]:.1f})"
 
 
@@ -189,6 +216,9 @@ def main() -> None:
         sqlite = rounds(args.repeat, (BASELINE, str(db)), (LOAD, str(db)), (LOAD, str(db), str(cache)))
         baseline, first, restart = (median(sqlite, i) for i in range(3))
         latency = child(LATENCY, str(db))
+        store = tmp / "mlruns"
+        shutil.copytree(REPO / "fixtures" / "workspace" / "mlruns", store)
+        files_latency = child(FILES_LATENCY, str(store))
         small = tmp / "server.db"
         write_mlflow_store(small, args.m, tmp)
         process, url = serve(small, tmp)
@@ -204,15 +234,17 @@ def main() -> None:
     b = baseline["seconds"]
     print(describe_machine())
     print(f"| measurement ({args.n:,} runs in SQLite; {args.m:,} behind a server) | seconds (median of "
-          f"{args.repeat}) | × plain sqlite3, same round: median (min–max) |")
+          f"{args.repeat}) | × plain sqlite3, same round: wall · CPU, median (min–max) |")
     print("|---|---|---|")
     print(f"| plain `sqlite3` read of runs, tags, params, latest metrics | {b:.3f} | 1.0 |")
     print(f"| first load (`LivePool.load`, {first['records']:,} records) | {first['seconds']:.2f} | "
-          f"{ratio(sqlite, 1)} |")
+          f"{ratio(sqlite, 1)} · {ratio(sqlite, 1, 'cpu')} |")
     print(f"| restart from the snapshot (rebuilt: {restart['rebuilt']}) | {restart['seconds']:.2f} | "
-          f"{ratio(sqlite, 2)} |")
+          f"{ratio(sqlite, 2)} · {ratio(sqlite, 2, 'cpu')} |")
     print(f"| new run visible (follower polling every 0.5 s; median / max of 5) | "
           f"{latency['median']:.2f} / {latency['max']:.2f} | |")
+    print(f"| new run visible in a file store (`mlruns/`, watched; median / max of 5) | "
+          f"{files_latency['median']:.2f} / {files_latency['max']:.2f} | |")
     client = rest["seconds"] - rest["server_seconds"]
     print(f"| tracking server: first load over REST ({rest['records']:,} records, {rest['requests']} requests) | "
           f"{rest['seconds']:.2f} | |")

@@ -8,7 +8,7 @@ editor (configuration, capability registration, progress tokens) and remembers w
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +115,12 @@ class SomaClient(LanguageClient):
             except TimeoutError:
                 pass
         return uri
+
+    async def diagnostics_until(self, uri: str, test: Callable[[list[lsp.Diagnostic]], bool]) -> list[lsp.Diagnostic]:
+        """The diagnostics of `uri` once `test` holds for them (those already received first)."""
+        async with self._diagnostics_changed:
+            await self._diagnostics_changed.wait_for(lambda: test(self.diagnostics.get(uri, [])))
+            return self.diagnostics.get(uri, [])
 
     async def hover(self, uri: str, line: int, character: int) -> lsp.Hover | None:
         return await self.text_document_hover_async(lsp.HoverParams(

@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "soma_lsp"
 #: decision to make here, not a default).
 LAYERS = {
     "soma_lsp": 0, "soma_lsp.records": 0, "soma_lsp.results": 0, "soma_lsp.retrieval": 0,
-    "soma_lsp.stored": 0, "soma_lsp.gcpause": 0,
+    "soma_lsp.stored": 0, "soma_lsp.gcpause": 0, "soma_lsp.foreground": 0,
     "soma_lsp.query": 1, "soma_lsp.pool": 1,
     "soma_lsp.server": 2, "soma_lsp.client": 2,
     "soma_lsp.cli": 3, "soma_lsp.__main__": 3,

@@ -4,6 +4,7 @@ of the file, nothing lost, the same index in the end; a file already loaded is r
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from pathlib import Path
 
@@ -95,6 +96,37 @@ def test_a_first_load_commits_growing_prefixes_and_ends_as_a_plain_load(tmp_path
     assert ranked(index) == ranked(plain_index) and len(ranked(index)) > 1_000
     assert pool.problems == plain.problems and pool.summary() == plain.summary()
     assert index.get("exp-8").source.path == str(path)  # the duplicate in z.jsonl stays ignored
+
+
+def test_the_first_part_does_not_wait_for_a_child_still_starting(tmp_path, small_parts, monkeypatch):
+    root = tmp_path / "p"
+    big_file(root / "runs.jsonl", 2_500)
+    late = tmp_path / "late-python"  # the child's interpreter, a second late: the first part is read before
+    late.write_text(f"#!/bin/sh\nsleep 1\nexec {sys.executable} \"$@\"\n")
+    late.chmod(0o755)
+    monkeypatch.setattr(loader, "RACY_NS", 0)
+    monkeypatch.setattr(counting, "APART_BYTES", 0)
+    monkeypatch.setattr(counting.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(counting.sys, "executable", str(late))
+    seen = []
+    counts = counting.Counting.counts
+
+    def spy(self, load, wait=True):
+        result = counts(self, load, wait)
+        seen.append((len(load.records), wait, result is not None))
+        return result
+
+    monkeypatch.setattr(counting.Counting, "counts", spy)
+    index = LiveIndex()
+    LivePool([root], index).load()
+    firsts = {n: (wait, used) for n, wait, used in seen}
+    assert list(firsts.values())[0] == (False, False)  # the first part: counted here, at once
+    assert all(wait and used for wait, used in list(firsts.values())[1:]) and len(firsts) == 5  # then the child's
+    plain = LiveIndex()
+    with monkeypatch.context() as m:
+        m.setattr(counting, "APART_BYTES", 1 << 62)
+        LivePool([root], plain).load()
+    assert ranked(index) == ranked(plain)
 
 
 def test_a_re_read_of_a_loaded_file_is_one_update(tmp_path, small_parts, monkeypatch):

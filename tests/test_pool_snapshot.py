@@ -302,3 +302,15 @@ def test_a_pool_without_a_valid_record_is_restored_too(tmp_path):
     pool = open_pool(root, cache)
     assert pool.restored == 1 and not pool.unsaved and len(pool) == 0
     assert [p.kind for ps in pool.problems.values() for p in ps] == ["json"]
+
+
+def test_a_restored_index_knows_which_records_name_a_commit_without_building_them(tmp_path):
+    root, cache = tmp_path / "pool", tmp_path / "cache"
+    write(root / "runs.jsonl", "\n".join(json.dumps(rec(i, **({"commit": "a1b2c3d"} if i % 3 == 0 else {})))
+                                         for i in range(12)) + "\n")
+    settle(root)
+    open_pool(root, cache).save_snapshot()
+    again = open_pool(root, cache)
+    assert again.restored == 1
+    assert sorted(again.index.ids_naming_a_commit()) == sorted(f"exp-{i}" for i in range(0, 12, 3))
+    assert again.index.changed_since(again.index.version - 1) is None  # nothing before a restore is known

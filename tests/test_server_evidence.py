@@ -140,3 +140,11 @@ def test_the_word_under_the_cursor_is_evidence_enough_when_asked_not_in_a_hover(
     assert ids(find_related(idx, ask, (), min_score=0.3, limit=None, hints=pointed, unasked=True)) == []
     assert ids(find_related(idx, ask, (), min_score=0.3, limit=None, hints=pointed,
                             levers=replace(ALL_ON, cursor=False))) == []
+
+
+def test_the_word_under_the_cursor_weighs_on_top_of_its_line():
+    idx = index()
+    ranked = idx.rank(query("rope theta lr stable"), relevant_only=True)
+    line = ("rope", "lr")  # the line names both; r3 (lr) scores above r1 (rope)
+    assert [s.record.id for s in focus_order(ranked, line)[:2]] == ["r3", "r1"]
+    assert [s.record.id for s in focus_order(ranked, line, word=("rope",))[:3]] == ["r1", "r2", "r3"]

@@ -9,6 +9,7 @@ import pytest
 from markdown_it import MarkdownIt
 from hypothesis import given, settings, strategies as st
 
+from soma_lsp.server.features.hover import partial_note
 from soma_lsp.server.markdown import defang, escape, plain
 
 HOSTILE = [
@@ -82,3 +83,11 @@ def test_any_text_renders_as_itself(text):
     html = markdown_it().render(escape(text)).strip()
     shown = html_module.unescape(re.sub(r"^<p>|</p>$", "", html)) if html else ""
     assert shown == plain(text)
+
+
+@pytest.mark.parametrize("percent", range(0, 101))
+def test_the_partial_note_of_a_hover_renders_as_itself(percent):
+    """The line a hover ends with while the pool loads (features.hover.partial_note): plain text."""
+    note = partial_note(percent)
+    assert markdown_it().render(note) == f"<p>{html_module.escape(note, quote=False)}</p>\n"
+    assert note == f"⏳ partial: the pool is still loading ({percent}%)"

@@ -3,13 +3,16 @@ updates through the follower, and bad data (half-written runs, invalid soma tags
 
 from __future__ import annotations
 
+import shutil
 import subprocess
+from pathlib import Path
 
 from soma_lsp.pool.trackers import FileStore
 from soma_lsp.pool.trackers.follow import TrackerFollower
 from soma_lsp.records import Status
 from trackers_support import HERE, mlflow_server, pool_of, tracker_home, wait_for, worker  # noqa: F401
 
+FIXTURE_RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "workspace" / "mlruns"
 ROPE_TAGS = {"soma.code": "model/rope.py::RotaryEmbedding", "soma.baseline.val_loss": "3.3",
              "soma.goal.val_loss": "min", "soma.architecture": "RotaryEmbedding, Attention", "team": "nlp"}
 
@@ -127,3 +130,17 @@ def test_tracker_folders_inside_a_record_folder_are_skipped_with_a_warning(worke
     log_rope(worker, (pool_dir / "mlruns").as_uri(), name="later")
     pool.apply([pool_dir / "mlruns"])
     assert [r.id for r in pool.records()] == ["exp-1"] and pool.summary()["errors"] == 0
+
+
+def test_a_hidden_folder_in_an_experiment_is_no_run_when_an_event_names_it(tmp_path):
+    """A folder event scans only the runs it names: a hidden one (a copy being written aside, an editor's
+    temporary) is left out there too, as a full scan leaves it out."""
+    store = tmp_path / "mlruns"
+    shutil.copytree(FIXTURE_RUNS, store)
+    run = next(p.parent for p in sorted(store.glob("*/*/meta.yaml")))
+    hidden = run.parent / f".{run.name}"
+    shutil.copytree(run, hidden)
+    source = FileStore(str(store))
+    assert source.scan([str(hidden / "meta.yaml")]).runs == {}
+    assert str(run / "meta.yaml") in source.scan([str(run / "meta.yaml")]).runs
+    assert len(source.scan().runs) == 5

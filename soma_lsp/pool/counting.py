@@ -77,6 +77,10 @@ class Block(NamedTuple):
     last: bool  # the file's end
 
 
+class _NotYet(Exception):
+    """The child has not sent the block asked for without waiting."""
+
+
 class Counting:
     """One child counting one file."""
 
@@ -103,14 +107,19 @@ class Counting:
             self._err.close()
             raise
 
-    def counts(self, load: FileLoad) -> CountedLines | None:
+    def counts(self, load: FileLoad, wait: bool = True) -> CountedLines | None:
         """The child's counts of the lines of `load`'s records not counted before — a part of the
         file (`pool.parts`) or its end — waited for, or None when they are not of exactly what the
-        loader read (then, and from then on, the records are counted here)."""
+        loader read (then, and from then on, the records are counted here). Without `wait`, None
+        also when the child has not sent that part yet (the first part: the child may still be
+        starting, and the first answers should not wait for it); the next parts are its again."""
         if load is not self._for and not self._failed:
             self._for = load
             try:
-                self._result = self._checked(load)
+                self._result = self._checked(load, wait)
+            except _NotYet:
+                self._counted, self._result = len(load.records), None
+                return None
             except Exception:  # noqa: BLE001 - counting here is always possible
                 log.exception("counting %s apart failed; counted here", self.path)
                 self._result = None
@@ -119,7 +128,7 @@ class Counting:
                 self.close()
         return None if self._failed else self._result
 
-    def _checked(self, load: FileLoad) -> CountedLines | None:
+    def _checked(self, load: FileLoad, wait: bool) -> CountedLines | None:
         if load.stamp is None:  # written in the last two seconds: maybe still being written
             return None
         if self._out.closed:
@@ -127,7 +136,9 @@ class Counting:
             return None
         records = load.records  # (in line order)
         last = records[-1].source.line if records else -1
-        while True:  # past the blocks of parts that brought no record
+        while True:  # past the blocks of parts that brought no record (or were counted here)
+            if not wait and os.fstat(self._out.fileno()).st_size < self._at + _HEADER.size:
+                raise _NotYet
             block = self._next_block()
             if block is None:
                 return None

@@ -330,8 +330,9 @@ class LivePool:
             if batch:
                 self._commit(batch, extras, counted)
                 batch, extras, batch_records, counted = {}, {}, 0, {}
-            child = apart.get(path)
-            self._commit({path: part}, {}, {path: functools.partial(child.counts, part)} if child else {})
+            child = apart.get(path)  # (the first part does not wait for the child: it may still be starting)
+            fetch = functools.partial(child.counts, part, wait=path in self._files) if child else None
+            self._commit({path: part}, {}, {path: fetch} if fetch else {})
 
         try:
             for path in paths:

@@ -1,12 +1,12 @@
 """A loaded pool and its index on disk, so that a restart on an unchanged pool reads no record file.
 
 One file per set of roots, in the user's cache directory (never in a pool): a `marshal` header — the
-pool's files with their stamps and problems, the duplicate-id claims, the index's ids, vocabularies
-and ties — then raw arrays (postings, columns) and the records as bytes, which are decoded only when
-something shows them (`stored.RecordStore`). The file is read whole into memory and checked (size,
-CRC-32) before anything in it is used — not mapped: a mapping faults the reader with SIGBUS when the
-file is truncated under it, and bytes read cannot change after the check (issue 23; reading costs
-≈ 30-60 ms for 150 MB, docs/benchmarks.md).
+pool's files with their stamps and problems, the duplicate-id claims, the index's ids, vocabularies,
+ties and the ids of the records naming a commit — then raw arrays (postings, columns) and the records
+as bytes, which are decoded only when something shows them (`stored.RecordStore`). The file is read
+whole into memory and checked (size, CRC-32) before anything in it is used — not mapped: a mapping
+faults the reader with SIGBUS when the file is truncated under it, and bytes read cannot change after
+the check (issue 23; reading costs ≈ 30-60 ms for 150 MB, docs/benchmarks.md).
 
 Never stale: `LivePool.load` takes a file from the snapshot only when the listing's stamp (size,
 mtime_ns, ctime_ns, inode, device: `loader.stamp_of`) equals the stamp the file had when it was read,
@@ -52,7 +52,7 @@ from .problems import Problem
 
 log = logging.getLogger(__name__)
 
-FORMAT = 4
+FORMAT = 5
 MAGIC = b"SOMASNAP"
 ALIGN = 64
 PREFIX = len(MAGIC) + 24  # the magic, then the file's size, the header's and the CRC-32 of what follows
@@ -128,7 +128,8 @@ def write(path: Path, state: PoolState, limits: CacheLimits = CacheLimits()) -> 
         "format": FORMAT, "files": files, "claims": state.claims, "visible": visible,
         "dups": {i: [_problem(p) for p in ps] for i, ps in state.dups.items()}, "postings": postings,
         "slot_of": index.slot_of, "ties": index.ties, "total_dl": index.total_dl,
-        "dead_slots": index.dead_slots, "arrays": layout, "records": (at, len(blob))})
+        "dead_slots": index.dead_slots, "commits": sorted(index.commits), "arrays": layout,
+        "records": (at, len(blob))})
     body = _aligned(PREFIX + len(header))
     parts = [(PREFIX, header), *((body + layout[name][2], np.ascontiguousarray(values).data)
                                  for name, values in arrays.items()), (body + at, blob)]
@@ -262,6 +263,6 @@ def _decode(data: bytes) -> PoolState:
         records=[None if p < 0 else p for p in arrays["slot_positions"].tolist()], slot_of=header["slot_of"],
         columns={name[len("column."):]: values for name, values in arrays.items() if name.startswith("column.")},
         terms=postings["terms"], components=postings["components"], ties=header["ties"],
-        total_dl=header["total_dl"], dead_slots=header["dead_slots"])
+        total_dl=header["total_dl"], dead_slots=header["dead_slots"], commits=frozenset(header["commits"]))
     return PoolState(files, header["claims"], header["visible"],
                      {i: [Problem(*p) for p in ps] for i, ps in header["dups"].items()}, index, store)

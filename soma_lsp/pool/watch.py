@@ -8,16 +8,25 @@ import os
 import threading
 from collections.abc import Callable
 
-
+from .. import foreground
 from .discover import Roots
 from .live import LivePool
 from .loader import SUFFIXES
 
 log = logging.getLogger(__name__)
 
+#: How long after a burst is applied the server's background work still waits (`foreground`): the
+#: open documents' warnings are refreshed from the event loop and the query threads meanwhile.
+LINGER = 0.05
+
 
 class PoolWatcher:
     """Watch a pool's roots and apply each debounced burst of changes.
+
+    A burst ends when `step_ms` pass without an event (or `debounce_ms` after it began): a record
+    file written reaches the pool about `step_ms` after its last event — a pool change → warning
+    within 10 ms needs a step of a few ms (the watcher then takes the interpreter ~300 times a
+    second for a few microseconds, which the hovers do not measurably feel: docs/benchmarks.md).
 
     `start()` returns once the watch is armed (events after it are seen); `stop()` stops and joins the
     thread (within about `step_ms`). Roots that do not exist yet are checked for every `rescan_ms`; when
@@ -25,7 +34,7 @@ class PoolWatcher:
     watcher keeps going.
     """
 
-    def __init__(self, pool: LivePool, *, debounce_ms: int = 50, step_ms: int = 20, rescan_ms: int = 1000,
+    def __init__(self, pool: LivePool, *, debounce_ms: int = 50, step_ms: int = 3, rescan_ms: int = 1000,
                  on_error: Callable[[BaseException], None] | None = None) -> None:
         self.pool = pool
         self.debounce_ms = debounce_ms
@@ -117,8 +126,11 @@ class PoolWatcher:
                     return
 
     def _apply(self, paths: set[str]) -> None:
+        """Apply a burst: work a user waits for (the warnings it changes), so the server's background
+        work steps aside meanwhile and until the warnings are refreshed (`foreground`, `LINGER`)."""
         try:
-            self.pool.apply(paths)
+            with foreground.answering(linger=LINGER):
+                self.pool.apply(paths)
         except Exception as error:  # noqa: BLE001
             self._report(error)
 

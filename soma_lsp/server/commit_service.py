@@ -9,6 +9,12 @@ commit are the same), when HEAD moves (a commit, a checkout, a reset: the reflog
 a document is opened or saved) and when a tied file is saved ("changed since" may flip). What each
 commit changed is cached by sha in the cache directory, so a restart reads only today's files.
 
+The runs are followed, not read whole: the index keeps the ids of the records naming a commit and a
+journal of what each update changed (`LiveIndex.changed_since`), so a pool change re-reads only the
+records it touched (`Runs`) — reading every record on every change competed with the hovers for the
+interpreter at 100k (docs/benchmarks.md § LSP). A whole pass (the first, after a reload or a restore)
+steps aside for requests (`foreground.pause`).
+
 Records without ties from git are told once in the log, by reason: no git, not a repository, a commit
 this repository does not have (a shallow clone, another repository) — nothing else is disturbed.
 """
@@ -28,7 +34,8 @@ from ..pool.gitrepo import GitError, GitRepo
 from ..pool.loader import NotRegularFile, open_regular, read_bounded
 from ..pool.snapshot import cache_directory
 from ..records import Record, Status
-from ..retrieval import is_dead_end
+from ..retrieval import LiveIndex, is_dead_end
+from .. import foreground
 from . import convert
 from .session import Session
 
@@ -64,6 +71,52 @@ def _patch(path: str | None) -> bytes | None:
     return data if len(data) <= MAX_PATCH_BYTES else None
 
 
+class Runs:
+    """The `CommitRun` of every record naming a commit, kept in step with one index (module
+    docstring). `version` moves whenever a run is added, changed or removed."""
+
+    #: A whole pass over the records steps aside for requests this often (records).
+    STEP = 256
+
+    def __init__(self) -> None:
+        self._index: LiveIndex | None = None
+        self._seen = -1  # the index version the runs reflect
+        self._by_id: dict[str, CommitRun] = {}
+        self._sorted: tuple[CommitRun, ...] | None = ()
+        self.version = 0
+
+    def follow(self, index: LiveIndex) -> tuple[CommitRun, ...]:
+        """The runs as the index stands now, in id order (the changed records read again)."""
+        seen = index.version  # read first: what changes meanwhile is read again next time
+        changed = index.changed_since(self._seen) if index is self._index else None
+        if changed is None:
+            self._by_id = {}
+            changed = index.ids_naming_a_commit()
+            self.version += 1
+            self._sorted = None
+        for n, record_id in enumerate(changed):
+            if n % self.STEP == 0:
+                foreground.pause()
+            self._reread(index, record_id)
+        self._index, self._seen = index, seen
+        if self._sorted is None:
+            self._sorted = tuple(self._by_id[i] for i in sorted(self._by_id))
+        return self._sorted
+
+    def _reread(self, index: LiveIndex, record_id: str) -> None:
+        record = index.get(record_id)
+        run = run_of(record) if record is not None and record.commit else None
+        old = self._by_id.get(record_id)
+        if run == old and (run is None or (run.settings, run.patch) == (old.settings, old.patch)):
+            return
+        if run is None:
+            del self._by_id[record_id]
+        else:
+            self._by_id[record_id] = run
+        self.version += 1
+        self._sorted = None
+
+
 class CommitTieService:
     """Keeps `session.commit_ties` current (module docstring)."""
 
@@ -74,6 +127,7 @@ class CommitTieService:
         self._inputs: tuple | None = None  # what the current map was computed from
         self._roots: tuple[str, ...] = ()  # the repositories it was computed for
         self._told: set[str] = set()  # reasons already logged
+        self._runs = Runs()
         session.stale.subscribe(self.schedule)
         session.settled.subscribe(self._settled)
 
@@ -110,10 +164,11 @@ class CommitTieService:
     def _compute(self) -> CommitTieMap | None:
         """The new map, or None when nothing it depends on changed (pool executor)."""
         session = self.session
-        runs = tuple(run_of(r) for r in session.index.records() if r.commit)
-        repos = repositories(session.folders() if runs else (), self._tell)
+        index = session.index
+        repos = repositories(session.folders() if index.ids_naming_a_commit() else (), self._tell)
+        runs = self._runs.follow(index) if repos else ()  # (no repository: no ties, whatever the runs)
         self._roots = tuple(repos)
-        inputs = (runs, _head_stamps(self._roots), session.settings.snapshot)
+        inputs = (self._runs.version if repos else None, _head_stamps(self._roots), session.settings.snapshot)
         if inputs == self._inputs:
             return None
         self._inputs = inputs

@@ -58,6 +58,7 @@ class PoolService:
         self._pending_pool: LivePool | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._refresh_pending = False
+        self._last_refresh = float("-inf")  # (the event loop's clock)
         self._settings_problems: tuple[str, ...] = ()
         self._tokens = itertools.count(1)
         self._watch_registration: str | None = None
@@ -191,18 +192,31 @@ class PoolService:
             loop.call_soon_threadsafe(self.pool_changed, change)
 
     def pool_changed(self, change: PoolChange | None) -> None:
-        """After every applied batch: status to the client, then (coalesced) open documents refreshed."""
+        """After every applied batch: status to the client, then open documents refreshed — at once
+        for the first change of a burst (a run's record landing shows in its warnings within
+        milliseconds), then at most once per `POOL_REFRESH_DELAY` while the burst lasts (a sweep's
+        records landing by the hundred refresh a few times, not once per file)."""
         if self._refresh_pending:
+            return
+        wait = self._last_refresh + POOL_REFRESH_DELAY - self.session.loop.time()
+        if wait <= 0:
+            self._refresh()
             return
         self._refresh_pending = True
 
         async def later() -> None:
-            await asyncio.sleep(POOL_REFRESH_DELAY)
+            await asyncio.sleep(wait)
             self._refresh_pending = False
-            self.send_status()
-            self.session.refresh_documents()
+            self._refresh()
 
         self.session.spawn(later())
+
+    def _refresh(self) -> None:
+        """Open documents first (their warnings are computed off the loop), the status while they are."""
+        loop = self.session.loop
+        self._last_refresh = loop.time()
+        self.session.refresh_documents()
+        loop.call_soon(self.send_status)
 
     async def apply_paths(self, paths: Iterable[str]) -> None:
         """Changed paths reported by the client's watcher: into the pool (and one being loaded)."""

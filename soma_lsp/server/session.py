@@ -38,6 +38,7 @@ from ..pool import LivePool
 from ..pool.commit_ties import CommitTie, CommitTieMap
 from ..query import BuiltQuery, retrieval_query, split_lines
 from ..retrieval import LiveIndex, RetrievalQuery
+from .. import foreground
 from . import convert
 from .settings import Settings
 from .timing import DIAGNOSTIC_DEBOUNCE
@@ -97,7 +98,9 @@ class Snapshot:
     def commit_ties_here(self) -> tuple[CommitTie, ...]:
         """The commit ties on this request's document (pool.commit_ties; keyed by resolved path)."""
         doc = self.document
-        return self.commit_ties.for_path(convert.real(doc.path)) if doc is not None and doc.path else ()
+        if doc is None or not doc.path or not self.commit_ties.by_path:
+            return ()  # (no ties: no `realpath`, a few system calls on every hover)
+        return self.commit_ties.for_path(convert.real(doc.path))
 
     def capability(self, dotted: str, default: Any = None) -> Any:
         return capability(self.capabilities, dotted, default)
@@ -188,8 +191,12 @@ class Session:
             log.error("background task failed", exc_info=task.exception())
 
     async def run_query(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Run a feature's pure work in the query executor (off the event loop)."""
-        return await self.loop.run_in_executor(self._query_executor, lambda: fn(*args))
+        """Run a feature's pure work in the query executor (off the event loop); background work
+        steps aside meanwhile (`foreground`)."""
+        def answer() -> Any:
+            with foreground.answering():
+                return fn(*args)
+        return await self.loop.run_in_executor(self._query_executor, answer)
 
     async def run_pool(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await self.loop.run_in_executor(self._pool_executor, lambda: fn(*args))

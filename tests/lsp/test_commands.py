@@ -9,9 +9,9 @@ import unicodedata
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from conftest import Session
+from soma_lsp.query import Levers
 
-from soma_lsp.query.levers import Levers
+from conftest import Session
 
 TRANSFORMER = "model/transformer.py"
 SHAPE = {"id", "name", "status", "dead_end", "score", "components", "weights", "matched_terms",
@@ -42,7 +42,7 @@ async def test_find_related_at_a_position_lists_ties_first(session: Session):
     assert json.dumps(results)  # plain JSON all the way
 
 
-NO_LEVERS = {"levers": dict.fromkeys(Levers.names(), False)}  # every lever, new ones included
+NO_LEVERS = {"levers": {name: False for name in Levers.names()}}
 
 
 async def test_without_levers_the_rest_is_the_gated_ranking(start_session, preset):

@@ -71,7 +71,7 @@ class FileStore(FolderSource):
             experiment = os.path.join(self.path, parts[0])
             if len(parts) == 1 or parts[1] == META:
                 experiments.add(experiment)
-            else:
+            elif not parts[1].startswith("."):  # (hidden folders are no runs, as in a full scan)
                 run_dirs.add(os.path.join(experiment, parts[1]))
         for experiment in experiments:
             self._scan_experiment(experiment, runs)

@@ -5,11 +5,17 @@ Writers tokenize and build a batch's postings before taking it (`_prepare`), so 
 the commit; writers queue on a lock of their own. Merging segments runs after the commit, off the read
 lock (only writers change segments), and is swapped in under it. Every change moves `_layout`, the
 counter the query caches (`ranking`, `contributions`) key on.
+
+What changed is kept too, for those who follow the index instead of reading it whole after every
+update (the server's commit ties and evidence table: a pool change at 100k must not cost a pass
+over every record): a bounded journal of the ids each version touched (`changed_since`), and the
+ids of the records that name a git commit (`ids_naming_a_commit`).
 """
 
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -59,6 +65,11 @@ def _in_line_order(records: list[Record]) -> list[Record]:
     return [records[i] for i in np.argsort(lines).tolist()]
 
 
+#: The journal keeps the ids of the last updates up to this many ids (and `JOURNAL_UPDATES` updates):
+#: a follower further behind reads the index whole again.
+JOURNAL_IDS = 50_000
+JOURNAL_UPDATES = 1024
+
 _LENGTH_CHUNK = 1 << 20  # postings summed at once by `_lengths`
 
 
@@ -105,6 +116,10 @@ class LiveIndex(_Ranking, _Exporting):
         self._layout_cache: dict[Any, Any] = {}  # what queries reuse while the layout stands
         self._cache_layout = -1
         self._contributions = _Contributions()
+        self._commit_ids: set[str] = set()  # ids of the records naming a git commit
+        self._journal: deque[tuple[int, tuple[str, ...]]] = deque()  # (version, ids it added or removed)
+        self._journal_ids = 0
+        self._journal_from = 0  # `changed_since(v)` is known for every v ≥ this
         self.version = 0  # one step per update
         self._layout = 0  # one step per update or change of segments/slots: what query caches key on
         self.update(add=records)
@@ -126,6 +141,52 @@ class LiveIndex(_Ranking, _Exporting):
         """Every record, in id order."""
         with self._lock:
             return [self._slot_records[self._slot_of[i]] for i in sorted(self._slot_of)]
+
+    def ids(self) -> list[str]:
+        """Every record's id (in no particular order): a census without building any record."""
+        with self._lock:
+            return list(self._slot_of)
+
+    def ids_naming_a_commit(self) -> list[str]:
+        """The ids of the records that name a git commit (`Record.commit`), in no particular order."""
+        with self._lock:
+            return list(self._commit_ids)
+
+    def changed_since(self, version: int, limit: int = JOURNAL_IDS) -> set[str] | None:
+        """The ids added, replaced or removed by the updates after `version` — or None when the
+        journal no longer reaches back that far (a restore, too many changes) or they are more than
+        `limit`: read the index whole then."""
+        with self._lock:
+            if version == self.version:
+                return set()
+            if version < self._journal_from or version > self.version:
+                return None
+            found: set[str] = set()
+            for at, ids in reversed(self._journal):
+                if at <= version:
+                    break
+                found.update(ids)
+                if len(found) > limit:
+                    return None
+            return found
+
+    def _note(self, ids: tuple[str, ...]) -> None:
+        """Journal the ids this version touched (under the read lock, with the version's step)."""
+        journal = self._journal
+        if len(ids) > JOURNAL_IDS:
+            journal.clear()
+            self._journal_ids, self._journal_from = 0, self.version
+            return
+        journal.append((self.version, ids))
+        self._journal_ids += len(ids)
+        while self._journal_ids > JOURNAL_IDS or len(journal) > JOURNAL_UPDATES:
+            self._journal_from, dropped = journal.popleft()
+            self._journal_ids -= len(dropped)
+
+    def _forget_journal(self) -> None:
+        """Nothing before this version can be followed (a restore replaced everything)."""
+        self._journal.clear()
+        self._journal_ids, self._journal_from = 0, self.version
 
     def tied_to(self, path: str) -> list[Record]:
         """Records with a `code` tie naming this workspace-relative path, in id order."""
@@ -160,6 +221,7 @@ class LiveIndex(_Ranking, _Exporting):
                     self._commit(batch)
                 self.version += 1
                 self._layout += 1
+                self._note(tuple(dict.fromkeys([*(r.id for r in gone), *latest])))
             self._tidy()
 
     def _prepare(self, records: list[Record], fetch: Callable[[], CountedLines | None] | None = None) -> _Batch:
@@ -191,6 +253,7 @@ class LiveIndex(_Ranking, _Exporting):
         if not records:
             return
         slots = [self._slot_of.pop(r.id) for r in records]
+        self._commit_ids.difference_update(r.id for r in records)
         self._terms.forget(term_doc_freq)
         self._components.forget(component_doc_freq)
         for record in records:
@@ -212,6 +275,7 @@ class LiveIndex(_Ranking, _Exporting):
         first = int(slots[0]) if slots.size else 0
         self._slot_records.extend(batch.records)
         self._slot_of.update(zip((r.id for r in batch.records), slots.tolist()))
+        self._commit_ids.update(r.id for r in batch.records if r.commit)
         for path, ids in batch.ties.items():
             self._ties.setdefault(path, set()).update(ids)
         columns = self._columns

@@ -22,7 +22,8 @@ from .segments import _Postings
 class IndexState:
     """A `LiveIndex` as plain values (see `LiveIndex.export`): per slot its record (a `Record`, a store
     position, or None once removed) and columns; ids → slots; each postings kind as (vocabulary,
-    document frequencies, segments as (indptr, slots, counts)); `code` ties; the total document length."""
+    document frequencies, segments as (indptr, slots, counts)); `code` ties; the total document length;
+    the ids of the records naming a git commit (so a restore knows them without building a record)."""
 
     records: list[Record | int | None]
     slot_of: dict[str, int]
@@ -32,6 +33,7 @@ class IndexState:
     ties: dict[str, set[str]]
     total_dl: float
     dead_slots: int
+    commits: frozenset[str] = frozenset()
 
 
 class _Exporting:
@@ -47,7 +49,7 @@ class _Exporting:
                 columns={name: columns.view(name).copy() for name in _Columns.FIELDS},
                 terms=self._terms.export(), components=self._components.export(),
                 ties={path: set(ids) for path, ids in self._ties.items()}, total_dl=self._total_dl,
-                dead_slots=self._dead_slots)
+                dead_slots=self._dead_slots, commits=frozenset(self._commit_ids))
 
     def restore(self, state: "IndexState", store: RecordStore | None) -> None:
         """Replace everything with an exported state whose int records are positions in `store`."""
@@ -63,5 +65,7 @@ class _Exporting:
             self._terms, self._components = terms, components
             self._documents = DocumentCounter(terms.vocabulary)
             self._ties, self._total_dl, self._dead_slots = state.ties, state.total_dl, state.dead_slots
+            self._commit_ids = set(state.commits)
             self.version += 1
             self._layout += 1
+            self._forget_journal()

@@ -1,0 +1,68 @@
+"""Requests first: the server's background work steps aside while a request is being answered.
+
+(A module of its own below every layer: the pool's watcher marks a pool change as awaited too.)
+
+Python runs one thread at a time (the GIL). A background thread that reads the whole pool — the
+commit ties' runs, the levers' evidence table, the snapshot being written — takes the interpreter
+from a hover's thread every 5 ms (`sys.getswitchinterval`), so a 4 ms hover takes 20–100 ms while it
+runs: right after every load and every pool change (measured at 100k records: new-scope hovers
+p50 4 → 57 ms, docs/benchmarks.md § LSP). So the work a user waits for marks itself
+(`answering`, around every feature's computation, `Session.run_query`, and a watched pool change
+being applied, `PoolWatcher`), and background loops call
+`pause()` every few hundred items: it returns at once when no request is being answered, else once
+none has been for `QUIET` seconds (the answer is still being written out by the event loop then),
+and never waits longer than `MAX_WAIT` in one call, so a stream of requests slows the background
+work down without stopping it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+
+#: How long after the last request ended background work stays paused (the answer's encoding and
+#: writing, and the next request of a burst, e.g. a mouse moving over a function, arriving).
+QUIET = 0.01
+#: The longest one `pause()` waits: background work always moves on.
+MAX_WAIT = 0.5
+
+_changed = threading.Condition()
+_answering = 0
+_last_end = 0.0
+_mine = threading.local()  # `answering` in this thread (a request's own work never waits for itself)
+
+
+@contextlib.contextmanager
+def answering(linger: float = 0.0) -> Iterator[None]:
+    """Mark the calling thread's work as a request's (background work pauses meanwhile, and for
+    `linger` seconds more than `QUIET` after it: the work it starts elsewhere — a pool change's
+    refreshed warnings — goes first too)."""
+    global _answering, _last_end
+    with _changed:
+        _answering += 1
+    _mine.answering = True
+    try:
+        yield
+    finally:
+        _mine.answering = False
+        with _changed:
+            _answering -= 1
+            _last_end = max(_last_end, time.monotonic() + linger)
+            _changed.notify_all()
+
+
+def pause() -> None:
+    """Let requests go first: return when none is being answered (module docstring); at once in a
+    request's own thread."""
+    if getattr(_mine, "answering", False) or (not _answering and time.monotonic() - _last_end >= QUIET):
+        return
+    deadline = time.monotonic() + MAX_WAIT
+    with _changed:
+        while True:
+            now = time.monotonic()
+            quiet_in = QUIET - (now - _last_end)
+            if (not _answering and quiet_in <= 0) or now >= deadline:
+                return
+            _changed.wait(min(deadline - now, quiet_in if not _answering else deadline - now))
