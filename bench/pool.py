@@ -17,7 +17,8 @@ the machine's load hits them alike; medians and the spread of the per-round rati
   (`pool.counting`), whose CPU time counts in the command's;
 * restart: the same command again once that snapshot is in place;
 * wall and CPU time (user + system, the command's waited-for children included) and peak RSS
-  (`wait4`), peak RSS also as a multiple of the pool's bytes;
+  (`wait4`), peak RSS also as a multiple of the pool's bytes; the steady RSS of a process holding the
+  loaded pool and index (a child of its own, after the load and a collection);
 * where an in-process first load goes, stage by stage (the `.jsonl` layout);
 * change latency: the pool loaded and watched by `PoolWatcher` (debounce 50 ms, step 10 ms); one record
   file rewritten; time until the index returns the new record (median and p90 of 25), plus
@@ -32,6 +33,7 @@ import json
 import os
 import random
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -108,6 +110,22 @@ for directory, dirs, names in os.walk(sys.argv[1]):
 print(count)
 """
 QUERY = ("query", "rope theta diverged", "--limit", "5", "--now", "none")
+
+
+def steady_child(root: str) -> dict:
+    """RSS (MiB) of a process holding the loaded pool and its index, once the load is over (as
+    `soma-lsp query` loads it: one commit per file), and its peak."""
+    import gc
+
+    from soma_lsp.pool import LivePool
+    from soma_lsp.retrieval.index import LiveIndex
+    pool = LivePool([root], LiveIndex(), in_parts=False)
+    pool.load()
+    gc.collect()
+    with open("/proc/self/statm") as f:
+        resident = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    return {"steady_mb": resident / 2**20, "records": len(pool),
+            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
 def breakdown_child(root: str) -> dict:
@@ -269,7 +287,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:
         mode, *rest = args.child
-        result = latency_child(rest[0], int(rest[1])) if mode == "latency" else breakdown_child(rest[0])
+        result = latency_child(rest[0], int(rest[1])) if mode == "latency" else \
+            steady_child(rest[0]) if mode == "steady" else breakdown_child(rest[0])
         print(json.dumps(result))
         return
 
@@ -285,9 +304,10 @@ def main() -> None:
         rows = {}
         for layout, root in (("files", files), ("jsonl", lines)):
             rows[layout] = r = summary(rounds(root, base / "cache", args.repeat), sizes[layout])
+            r["steady"] = run_child("steady", str(root))["steady_mb"]
             print(f"{layout}: baseline {r['baseline']:.2f} s; first query {r['first']:.2f} s "
                   f"({r['first_ratio'][0]:.2f}x, CPU {r['first_ratio_cpu'][0]:.2f}x), peak RSS "
-                  f"{r['first_rss']:.0f} MiB ({r['first_rss_x']:.2f}x the pool); restart {r['restart']:.2f} s "
+                  f"{r['first_rss']:.0f} MiB ({r['first_rss_x']:.2f}x the pool), steady {r['steady']:.0f} MiB; restart {r['restart']:.2f} s "
                   f"({r['restart_ratio'][0]:.2f}x); snapshot in place {r['snapshot_after']:.2f} s after the "
                   "answer", file=sys.stderr)
         breakdown = run_child("breakdown", str(lines))
@@ -326,13 +346,14 @@ def render(n: int, size: int, rows: dict, latency: dict, small: int, breakdown: 
            "of the same round, median (min–max): `python -c` that lists the files and `json.loads` every "
            f"file/line. The query: `soma-lsp query '{QUERY[1]}' --limit 5 --now none --pool DIR`.", "",
            "| layout | baseline | first query, empty `SOMA_CACHE_DIR`: wall | … CPU (user + sys) | "
-           "… peak RSS (× pool bytes) | snapshot in place after the answer | restart: wall | … CPU | … peak RSS |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           "… peak RSS (× pool bytes) | steady RSS after the load | snapshot in place after the answer | restart: wall | … CPU | … peak RSS |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for layout, r in rows.items():
         out.append(f"| {'100k files' if layout == 'files' and n == 100_000 else layout} | {r['baseline']:.2f} s "
                    f"(CPU {r['baseline_cpu']:.2f} s) | {r['first']:.2f} s, {spread(r['first_ratio'])} | "
                    f"{r['first_cpu']:.2f} s, {spread(r['first_ratio_cpu'])} | {r['first_rss']:.0f} MiB "
-                   f"({r['first_rss_x']:.2f}× {r['pool_mb']:.0f} MB) | {r['snapshot_after']:.2f} s "
+                   f"({r['first_rss_x']:.2f}× {r['pool_mb']:.0f} MB) | {r['steady']:.0f} MiB "
+                   f"({r['steady'] * 2**20 / (r['pool_mb'] * 1e6):.2f}×) | {r['snapshot_after']:.2f} s "
                    f"({r['snapshot_mb']:.0f} MB) | {r['restart']:.2f} s, {spread(r['restart_ratio'])} | "
                    f"{r['restart_cpu']:.2f} s, {spread(r['restart_ratio_cpu'])} | {r['restart_rss']:.0f} MiB |")
     out += ["", "Targets (issue 22): first query ≤ 5× baseline (wall), restart ≤ 1×, peak RSS of the first "

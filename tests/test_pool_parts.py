@@ -171,11 +171,13 @@ def test_a_pool_that_answers_once_loaded_reads_a_big_file_as_one_update(tmp_path
     monkeypatch.setattr(counting.os, "sched_getaffinity", lambda pid: {0, 1})
     taken = []
     counts = counting.Counting.counts
-    monkeypatch.setattr(counting.Counting, "counts", lambda self, load: taken.append(counts(self, load)) or taken[-1])
     index, parted = LiveIndex(), LiveIndex()
     pool = LivePool([root], index, in_parts=False)
     seen = loads_seen(pool, index)
-    pool.load()
+    with monkeypatch.context() as m:
+        m.setattr(counting.Counting, "counts", lambda self, load, wait=True: taken.append(counts(self, load, wait))
+                  or taken[-1])
+        pool.load()
     assert len(seen) == 1 and len(seen[0][1]) > 2_300
     assert len(taken) == 1 and taken[0] is not None and taken[0].terms.size == 2_500  # the child's, whole
     LivePool([root], parted).load()
