@@ -121,22 +121,23 @@ class PoolService:
         self._pending_pool = pool
         if first:  # requests read this pool's index as it fills: status and documents follow each batch
             self._follow(pool)
-        try:
+        try:  # until the swap the pending pool is what status answers from (a tracker follower's
+            # start takes a while: before, a status asked then read "0 experiments, not indexing")
             await self._watch(pool)
             await self._load(pool)
+            if previous_watcher is not None:
+                session.submit_pool(previous_watcher.stop)
+            previous_follower, self.follower = self.follower, None
+            if previous_follower is not None:
+                session.submit_pool(previous_follower.stop)
+            if pool.trackers:
+                follower = TrackerFollower(pool, poll_seconds=session.settings.poll_seconds)
+                await session.run_pool(follower.start)
+                self.follower = follower
+            self.roots = roots
+            session.swap(pool, index)
         finally:
             self._pending_pool = None
-        if previous_watcher is not None:
-            session.submit_pool(previous_watcher.stop)
-        previous_follower, self.follower = self.follower, None
-        if previous_follower is not None:
-            session.submit_pool(previous_follower.stop)
-        if pool.trackers:
-            follower = TrackerFollower(pool, poll_seconds=session.settings.poll_seconds)
-            await session.run_pool(follower.start)
-            self.follower = follower
-        self.roots = roots
-        session.swap(pool, index)
         if not first:
             self._follow(pool)
         self.pool_changed(None)
