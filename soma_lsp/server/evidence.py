@@ -234,10 +234,15 @@ def _table(index: LiveIndex) -> _Table | None:
             if changed is not None:
                 table.follow(changed, version)
                 return table
-        if _building == id(index):
+        if len(index) <= BUILD_HERE:  # built here even while another thread builds it: an answer
+            # without the tiers would be cached as if it had them (a lens counting 7 where
+            # find-related lists 10, seen under load); a second small build costs milliseconds
+            building = False
+        elif _building == id(index):
             return None  # (one build at a time; the changes meanwhile are followed once it is done)
-        _building = id(index)
-    if len(index) <= BUILD_HERE:
+        else:
+            building, _building = True, id(index)
+    if not building:
         return _build(index, version)
     threading.Thread(target=_build, args=(index, version), name="soma-evidence", daemon=True).start()
     return None
