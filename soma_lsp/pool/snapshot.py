@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import marshal
-import mmap
 import os
 import shutil
 import stat
@@ -119,7 +118,6 @@ def write(path: Path, state: PoolState, limits: CacheLimits = CacheLimits()) -> 
             for part, values in zip(("indptr", "slots", "counts"), segment):
                 arrays[f"{kind}.{i}.{part}"] = values
         postings[kind] = (vocabulary, len(segments))
-    blob = b"".join(chunks)
     layout, at = {}, 0
     for name, values in arrays.items():
         layout[name] = (values.dtype.str, values.shape, at)
@@ -129,11 +127,11 @@ def write(path: Path, state: PoolState, limits: CacheLimits = CacheLimits()) -> 
         "dups": {i: [_problem(p) for p in ps] for i, ps in state.dups.items()}, "postings": postings,
         "slot_of": index.slot_of, "ties": index.ties, "total_dl": index.total_dl,
         "dead_slots": index.dead_slots, "commits": sorted(index.commits), "arrays": layout,
-        "records": (at, len(blob))})
+        "records": (at, int(offsets[-1]))})
     body = _aligned(PREFIX + len(header))
-    parts = [(PREFIX, header), *((body + layout[name][2], np.ascontiguousarray(values).data)
-                                 for name, values in arrays.items()), (body + at, blob)]
-    _write_file(path, body + at + len(blob), len(header), parts)
+    parts = [(PREFIX, [header]), *((body + layout[name][2], [np.ascontiguousarray(values).data.cast("B")])
+                                   for name, values in arrays.items()), (body + at, chunks)]
+    _write_file(path, body + at + int(offsets[-1]), len(header), parts)
     tidy(path.parent, limits, keep=(path,))
 
 
@@ -161,23 +159,32 @@ def _encoded(state: PoolState) -> tuple[list[bytes], list[tuple], dict[str, int]
     return chunks, files, start_of
 
 
-def _write_file(path: Path, size: int, header_size: int, parts: list[tuple[int, Any]]) -> None:
-    """A file of `size` bytes with each (offset, bytes) part in place and the prefix in front (its
-    CRC-32 covers the rest), synced, then renamed over `path`."""
+def _write_file(path: Path, size: int, header_size: int, parts: list[tuple[int, list]]) -> None:
+    """A file of `size` bytes with each part's pieces in place from its offset (parts in offset
+    order) and the prefix in front, synced, then renamed over `path`. The CRC-32 of everything after
+    the prefix is taken as the pieces go out: nothing is joined (the records' pieces would double
+    their bytes in memory) and the written file is not mapped back (its pages would count in this
+    process's memory: 2 GB at 1M records)."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     if path.is_dir() and not path.is_symlink():  # a directory by our name would refuse every rename
         log.warning("removing the directory %s that stands where the snapshot goes", path)
         shutil.rmtree(path)
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".snapshot-")  # created 0600
     try:
-        with open(fd, "w+b") as f:
-            f.truncate(size)
-            for offset, data in parts:
-                f.seek(offset)
-                f.write(data)
-            f.flush()
-            with mmap.mmap(f.fileno(), 0) as written:
-                check = zlib.crc32(memoryview(written)[PREFIX:])
+        with open(fd, "wb") as f:
+            f.write(bytes(PREFIX))
+            check, at = 0, PREFIX
+            for offset, pieces in parts:
+                gap = bytes(offset - at)  # the alignment's zeros (under 64 bytes)
+                f.write(gap)
+                check = zlib.crc32(gap, check)
+                for batch in _batches(pieces):
+                    f.write(batch)
+                    check = zlib.crc32(batch, check)
+                    offset += len(batch)
+                at = offset
+            if at != size:  # a writer's bug; the caller logs it and keeps no snapshot
+                raise ValueError(f"snapshot layout: wrote {at} bytes of {size}")
             f.seek(0)
             f.write(MAGIC + b"".join(n.to_bytes(8, "little") for n in (size, header_size, check)))
             f.flush()
@@ -186,6 +193,27 @@ def _write_file(path: Path, size: int, header_size: int, parts: list[tuple[int, 
     except BaseException:
         os.unlink(temporary)
         raise
+
+
+def _batches(pieces: list, size: int = 1 << 20) -> Iterable[bytes | memoryview]:
+    """The pieces in order, small ones joined into about `size` bytes (a write and a CRC call per
+    record would cost more than the copy), a large one as it is."""
+    batch: list = []
+    held = 0
+    for piece in pieces:
+        if len(piece) >= size:
+            if batch:
+                yield b"".join(batch)
+                batch, held = [], 0
+            yield piece
+            continue
+        batch.append(piece)
+        held += len(piece)
+        if held >= size:
+            yield b"".join(batch)
+            batch, held = [], 0
+    if batch:
+        yield b"".join(batch)
 
 
 def _aligned(n: int) -> int:
