@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from soma_lsp.pool import live as live_pool, parts
 from soma_lsp.records import parse_record
 from soma_lsp.retrieval import LiveIndex
 from soma_lsp.retrieval.index import live
@@ -156,3 +157,29 @@ def test_work_that_starts_more_elsewhere_keeps_background_work_waiting_a_little_
     started = time.monotonic()
     foreground.pause()
     assert time.monotonic() - started >= 0.2 - 0.05
+
+
+def test_a_big_pools_table_is_built_once_its_load_is_over_not_after_every_part(tmp_path, monkeypatch):
+    """A first load commits a big `.jsonl` in parts; a table built after each was thrown away by the
+    next (2× one build at 100k, docs/benchmarks.md § LSP first load): asked meanwhile, the tiers are
+    absent and nothing is built; asked after the load, it is built (in the background) and answers."""
+    monkeypatch.setattr(evidence, "BUILD_HERE", 2)
+    monkeypatch.setattr(parts, "FIRST_PART_LINES", 4)
+    (tmp_path / "runs.jsonl").write_text("".join(
+        f'{{"id": "r{i}", "name": "lr-3e-4-1b", "status": "failed", "notes": "lr=3e-4 diverged"}}\n' for i in range(30)))
+    pool = live_pool.LivePool([tmp_path], LiveIndex(), batch_records=4)
+    settings = (("lr", "0.0003", "3e-4"),)
+    asked_while_loading = []
+
+    def ask(change) -> None:
+        if pool.loading:
+            asked_while_loading.append((len(pool.index), evidence.knob_tier(pool.index, settings), evidence._building))
+    pool.subscribe(ask)
+    pool.load()
+    assert len(asked_while_loading) > 1 and asked_while_loading[0][0] < 30  # committed in parts
+    assert all(tier == [] and building is None for _, tier, building in asked_while_loading)
+    assert evidence.knob_tier(pool.index, settings) == []  # the load is over: built in the background now
+    for thread in threading.enumerate():
+        if thread.name == "soma-evidence":
+            thread.join()
+    assert len(evidence.knob_tier(pool.index, settings)) == 30

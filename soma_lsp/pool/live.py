@@ -185,6 +185,8 @@ class LivePool:
         and at the end."""
         with self._apply_lock, collector_paused():
             self.loading = True
+            if self.index is not None:
+                self.index.filling = True
             try:
                 listing_problems: list[Problem] = []
                 listed = self._roots.walk(problems=listing_problems)
@@ -205,6 +207,8 @@ class LivePool:
                     self._sync(source, None)
             finally:
                 self.loading = False
+                if self.index is not None:
+                    self.index.filling = False
 
     def _restore(self) -> None:
         """Stand the pool and its index up from the snapshot (`load` then reads what changed since)."""

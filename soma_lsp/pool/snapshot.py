@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from .. import __version__
+from .. import __version__, foreground
 from ..records import Record
 from ..retrieval import IndexState
 from ..stored import RecordList, RecordStore, encode, items_of
@@ -145,6 +145,8 @@ def _encoded(state: PoolState) -> tuple[list[bytes], list[tuple], dict[str, int]
         start_of[load.path] = len(chunks)
         stamp = load.stamp
         for item in items_of(load.records):
+            if len(chunks) % foreground.STEP == 0:
+                foreground.pause()  # (a server saves right after its load, when lenses are being computed)
             if type(item) is int:
                 chunks.append(state.store.encoded(item))
                 continue

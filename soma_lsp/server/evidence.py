@@ -216,7 +216,8 @@ _lock = threading.Lock()
 #: aside for requests: `foreground`), so a hover never waits for it; the tiers do not apply to the
 #: hovers asked meanwhile. Once built, a table follows the index's changes
 #: (`LiveIndex.changed_since`) on the spot when they are at most `FOLLOW_HERE` records, else is built
-#: again the same way.
+#: again the same way — not while the pool is still loading into the index (`LiveIndex.filling`): a
+#: first load commits a big file in parts, and a table built after each part was thrown away by the next.
 BUILD_HERE = 2_000
 FOLLOW_HERE = 2_000
 
@@ -234,6 +235,8 @@ def _table(index: LiveIndex) -> _Table | None:
             if changed is not None:
                 table.follow(changed, version)
                 return table
+        if len(index) > BUILD_HERE and index.filling:
+            return None  # (built once the load is over: a build per part of a big file cost 2× one)
         if len(index) <= BUILD_HERE:  # built here even while another thread builds it: an answer
             # without the tiers would be cached as if it had them (a lens counting 7 where
             # find-related lists 10, seen under load); a second small build costs milliseconds

@@ -121,6 +121,10 @@ class LiveIndex(_Ranking, _Exporting):
         self._journal_ids = 0
         self._journal_from = 0  # `changed_since(v)` is known for every v ≥ this
         self.version = 0  # one step per update
+        #: True while a pool's load is committing into this index (a big file by parts, docs/spec.md
+        #: §4.8): it holds a growing prefix, so work that reads it whole in the background (the
+        #: server's evidence table) waits for the end rather than redo itself after every part.
+        self.filling = False
         self._layout = 0  # one step per update or change of segments/slots: what query caches key on
         self.update(add=records)
 
