@@ -39,12 +39,16 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 from _machine import describe_machine  # noqa: E402
+
+LAYOUTS = ("files", "jsonl")
+LAYOUT_TEXT = {"files": "{n:,} single-record `.json` files in 100 directories", "jsonl": "one `.jsonl` file"}
 
 WORDS = ("loss learning rate warmup schedule cosine decay batch gradient clip norm layer attention head "
          "rotary rope theta embedding dropout residual rmsnorm layernorm optimizer adam adamw lion momentum "
@@ -75,19 +79,22 @@ def record(i: int, rng: random.Random) -> dict:
     }
 
 
-def generate(base: Path, n: int) -> tuple[Path, Path]:
-    """`files/` with n single-record files in 100 sub-directories, and `lines/pool.jsonl`."""
+def generate(base: Path, n: int, layouts: Sequence[str] = LAYOUTS) -> dict[str, Path]:
+    """The pool's root per layout: `files/` with n single-record files in 100 sub-directories,
+    `lines/` holding `pool.jsonl` (the same records)."""
     rng = random.Random(1234)
     files, lines = base / "files", base / "lines"
     lines.mkdir(parents=True)
-    for d in range(100):
-        (files / f"d{d:02d}").mkdir(parents=True)
+    if "files" in layouts:
+        for d in range(100):
+            (files / f"d{d:02d}").mkdir(parents=True)
     with (lines / "pool.jsonl").open("w") as out:
         for i in range(n):
             text = json.dumps(record(i, rng))
             out.write(text + "\n")
-            (files / f"d{i % 100:02d}" / f"exp-{i:06d}.json").write_text(text)
-    return files, lines
+            if "files" in layouts:
+                (files / f"d{i % 100:02d}" / f"exp-{i:06d}.json").write_text(text)
+    return {layout: {"files": files, "jsonl": lines}[layout] for layout in layouts}
 
 
 # -- children ----------------------------------------------------------------------------------
@@ -282,6 +289,8 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=25)
     parser.add_argument("--repeat", type=int, default=3, help="rounds of baseline, first query, restart")
     parser.add_argument("--no-latency", dest="latency", action="store_false", help="skip the change latency")
+    parser.add_argument("--layouts", default=",".join(LAYOUTS),
+                        help="of files,jsonl (1M single files take long to write: `--n 1000000 --layouts jsonl`)")
     parser.add_argument("--write-docs", action="store_true")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -295,14 +304,14 @@ def main() -> None:
     base = REPO / ".cache" / "bench" / f"pool-{args.n}-{os.getpid()}"
     try:
         t = time.perf_counter()
-        files, lines = generate(base, args.n)
-        sizes = {"files": sum(f.stat().st_size for f in files.rglob("*.json")),
-                 "jsonl": (lines / "pool.jsonl").stat().st_size}
-        print(f"generated {args.n:,} records ({sizes['jsonl'] / 1e6:.0f} MB as JSONL) in "
+        roots = generate(base, args.n, args.layouts.split(","))
+        sizes = {layout: sum(f.stat().st_size for f in root.rglob("*.json*")) for layout, root in roots.items()}
+        lines = base / "lines"
+        print(f"generated {args.n:,} records ({(lines / 'pool.jsonl').stat().st_size / 1e6:.0f} MB as JSONL) in "
               f"{time.perf_counter() - t:.1f} s", file=sys.stderr)
         time.sleep(2.5)  # files modified in the last 2 s are read again on every restart (loader.RACY_NS)
         rows = {}
-        for layout, root in (("files", files), ("jsonl", lines)):
+        for layout, root in roots.items():
             rows[layout] = r = summary(rounds(root, base / "cache", args.repeat), sizes[layout])
             r["steady"] = run_child("steady", str(root))["steady_mb"]
             print(f"{layout}: baseline {r['baseline']:.2f} s; first query {r['first']:.2f} s "
@@ -313,7 +322,8 @@ def main() -> None:
         breakdown = run_child("breakdown", str(lines))
         print("breakdown (jsonl): " + ", ".join(f"{k} {v:.2f} s" for k, v in breakdown.items()), file=sys.stderr)
         latency = {}
-        if args.latency:
+        if args.latency and "files" in roots:
+            files = roots["files"]
             small = base / "small"
             small.mkdir()
             for d in range(100):
@@ -327,7 +337,8 @@ def main() -> None:
                 print(f"change latency at {n:,}: watched median {r['watched']['median_ms']:.1f} ms "
                       f"(p90 {r['watched']['p90_ms']:.1f}), apply median {r['apply']['median_ms']:.2f} ms "
                       f"(p90 {r['apply']['p90_ms']:.2f})", file=sys.stderr)
-        report = render(args.n, sizes["jsonl"], rows, latency, args.latency_small, breakdown, args.repeat)
+        report = render(args.n, (lines / "pool.jsonl").stat().st_size, rows, latency, args.latency_small, breakdown,
+                        args.repeat)
         print(report)
         if args.write_docs:
             write_section(report)
@@ -338,9 +349,9 @@ def main() -> None:
 def render(n: int, size: int, rows: dict, latency: dict, small: int, breakdown: dict, repeat: int) -> str:
     spread = lambda r: f"{r[0]:.2f}× ({r[1]:.2f}–{r[2]:.2f})"  # noqa: E731
     out = ["## Pool", "",
-           f"`.venv/bin/python bench/pool.py --repeat {repeat}` ({time.strftime('%Y-%m-%d %H:%M')}; "
+           f"`.venv/bin/python bench/pool.py {' '.join(sys.argv[1:])}` ({time.strftime('%Y-%m-%d %H:%M')}; "
            f"{describe_machine()}). {n:,} generated records of ~{size / n:.0f} bytes ({size / 1e6:.0f} MB as "
-           f"JSONL), as {n:,} single-record `.json` files in 100 directories and as one `.jsonl` file. "
+           f"JSONL), as {' and as '.join(LAYOUT_TEXT[layout].format(n=n) for layout in rows)}. "
            f"Every figure is a whole process, interpreter start included, the median of {repeat} rounds that "
            "alternate baseline, first query and restart (page cache warm); a ratio is against the baseline "
            "of the same round, median (min–max): `python -c` that lists the files and `json.loads` every "
