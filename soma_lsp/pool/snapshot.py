@@ -1,9 +1,11 @@
 """A loaded pool and its index on disk, so that a restart on an unchanged pool reads no record file.
 
-One file per set of roots, in the user's cache directory (never in a pool): a `marshal` header — the
-pool's files with their stamps and problems, the duplicate-id claims, the index's ids, vocabularies,
-ties and the ids of the records naming a commit — then raw arrays (postings, columns) and the records
-as bytes, which are decoded only when something shows them (`stored.RecordStore`). The file is read
+One file per set of roots, in the user's cache directory (never in a pool): after a short prefix (size,
+the header's size, CRC-32), the records as bytes, which are decoded only when something shows them
+(`stored.RecordStore`), then raw arrays (postings, columns), then a `marshal` header that locates
+them — the pool's files with their stamps and problems, the duplicate-id claims, the index's ids,
+vocabularies, ties and the ids of the records naming a commit (last, so that the file is written
+front to back while the records are encoded: `write`). The file is read
 whole into memory and checked (size, CRC-32) before anything in it is used — not mapped: a mapping
 faults the reader with SIGBUS when the file is truncated under it, and bytes read cannot change after
 the check (issue 23; reading costs ≈ 30-60 ms for 150 MB, docs/benchmarks.md).
@@ -22,6 +24,7 @@ not meant for untrusted bytes), and any failure to read it falls back to reading
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import marshal
@@ -31,7 +34,8 @@ import stat
 import sys
 import tempfile
 import zlib
-from collections.abc import Iterable, Mapping
+from array import array
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -51,7 +55,7 @@ from .problems import Problem
 
 log = logging.getLogger(__name__)
 
-FORMAT = 5
+FORMAT = 6
 MAGIC = b"SOMASNAP"
 ALIGN = 64
 PREFIX = len(MAGIC) + 24  # the magic, then the file's size, the header's and the CRC-32 of what follows
@@ -100,122 +104,130 @@ class PoolState:
 
 def write(path: Path, state: PoolState, limits: CacheLimits = CacheLimits()) -> None:
     """Write the snapshot next to its final name, then move it there (a reader sees old or new);
-    then tidy the cache directory (`pool.cache`: snapshots of pools no longer used must not pile up)."""
-    chunks, files, start_of = _encoded(state)
-    visible = {record_id: start_of[claims[0][0]] + claims[0][1] for record_id, claims in state.claims.items()}
-    index = state.index
-    slot_positions = np.full(len(index.records), -1, dtype=np.int64)
-    for record_id, slot in index.slot_of.items():
-        slot_positions[slot] = visible[record_id]
-    offsets = np.zeros(len(chunks) + 1, dtype=np.int64)
-    np.cumsum([len(c) for c in chunks], out=offsets[1:])
-    arrays: dict[str, np.ndarray] = {"offsets": offsets, "slot_positions": slot_positions,
-                                     **{f"column.{name}": values for name, values in index.columns.items()}}
-    postings = {}
-    for kind, (vocabulary, doc_freq, segments) in (("terms", index.terms), ("components", index.components)):
-        arrays[f"{kind}.doc_freq"] = doc_freq
-        for i, segment in enumerate(segments):
-            for part, values in zip(("indptr", "slots", "counts"), segment):
-                arrays[f"{kind}.{i}.{part}"] = values
-        postings[kind] = (vocabulary, len(segments))
-    layout, at = {}, 0
-    for name, values in arrays.items():
-        layout[name] = (values.dtype.str, values.shape, at)
-        at = _aligned(at + values.nbytes)
-    header = marshal.dumps({
-        "format": FORMAT, "files": files, "claims": state.claims, "visible": visible,
-        "dups": {i: [_problem(p) for p in ps] for i, ps in state.dups.items()}, "postings": postings,
-        "slot_of": index.slot_of, "ties": index.ties, "total_dl": index.total_dl,
-        "dead_slots": index.dead_slots, "commits": sorted(index.commits), "arrays": layout,
-        "records": (at, int(offsets[-1]))})
-    body = _aligned(PREFIX + len(header))
-    parts = [(PREFIX, [header]), *((body + layout[name][2], [np.ascontiguousarray(values).data.cast("B")])
-                                   for name, values in arrays.items()), (body + at, chunks)]
-    _write_file(path, body + at + int(offsets[-1]), len(header), parts)
+    then tidy the cache directory (`pool.cache`: snapshots of pools no longer used must not pile up).
+
+    Streamed in the file's order — the records as each is encoded, then the arrays, then the header
+    that locates them — so the records' bytes are never all in memory at once (at 1M records
+    holding them, then joining them, was 2 GB on top of the loaded pool: the server's peak)."""
+    files: list[tuple] = []
+    start_of: dict[str, int] = {}
+    offsets = array("q", [0])
+    with _Output(path) as out:
+        out.pieces(_encoded(state, files, start_of, offsets))
+        records = (PREFIX, out.at - PREFIX)
+        visible = {record_id: start_of[claims[0][0]] + claims[0][1] for record_id, claims in state.claims.items()}
+        index = state.index
+        slot_positions = np.full(len(index.records), -1, dtype=np.int64)
+        for record_id, slot in index.slot_of.items():
+            slot_positions[slot] = visible[record_id]
+        arrays: dict[str, np.ndarray] = {"offsets": np.frombuffer(offsets, dtype=np.int64),
+                                         "slot_positions": slot_positions,
+                                         **{f"column.{name}": values for name, values in index.columns.items()}}
+        postings = {}
+        for kind, (vocabulary, doc_freq, segments) in (("terms", index.terms), ("components", index.components)):
+            arrays[f"{kind}.doc_freq"] = doc_freq
+            for i, segment in enumerate(segments):
+                for part, values in zip(("indptr", "slots", "counts"), segment):
+                    arrays[f"{kind}.{i}.{part}"] = values
+            postings[kind] = (vocabulary, len(segments))
+        layout = {}
+        for name, values in arrays.items():
+            out.pad_to(_aligned(out.at))
+            layout[name] = (values.dtype.str, values.shape, out.at)
+            out.pieces([np.ascontiguousarray(values).data.cast("B")])
+        header = marshal.dumps({
+            "format": FORMAT, "files": files, "claims": state.claims, "visible": visible,
+            "dups": {i: [_problem(p) for p in ps] for i, ps in state.dups.items()}, "postings": postings,
+            "slot_of": index.slot_of, "ties": index.ties, "total_dl": index.total_dl,
+            "dead_slots": index.dead_slots, "commits": sorted(index.commits), "arrays": layout,
+            "records": records})
+        out.pieces([header])
+        out.header_size = len(header)
     tidy(path.parent, limits, keep=(path,))
 
 
-def _encoded(state: PoolState) -> tuple[list[bytes], list[tuple], dict[str, int]]:
-    """Every file's records as bytes (those still stored, as stored), the files' rows of the header,
-    and each file's first position."""
-    chunks: list[bytes] = []
-    start_of: dict[str, int] = {}
-    files = []
+def _encoded(state: PoolState, files: list[tuple], start_of: dict[str, int], offsets: array) -> Iterator[bytes]:
+    """Every file's records as bytes (those still stored, as stored), in order; meanwhile each
+    file's row of the header goes to `files`, its first position to `start_of`, and each record's
+    end to `offsets`."""
     for load in state.files:
-        start_of[load.path] = len(chunks)
+        start_of[load.path] = first = len(offsets) - 1
         stamp = load.stamp
         for item in items_of(load.records):
-            if len(chunks) % foreground.STEP == 0:
+            if len(offsets) % foreground.STEP == 0:
                 foreground.pause()  # (a server saves right after its load, when lenses are being computed)
             if type(item) is int:
-                chunks.append(state.store.encoded(item))
-                continue
-            try:
-                chunks.append(encode(item))
-            except ValueError:  # an `extra` value marshal cannot hold: keep the rest, read the file again
-                chunks.append(encode(_without_extra(item)))
-                stamp = None
-        files.append((load.path, len(chunks) - start_of[load.path], stamp, load.size, load.exists,
+                chunk = state.store.encoded(item)
+            else:
+                try:
+                    chunk = encode(item)
+                except ValueError:  # an `extra` value marshal cannot hold: keep the rest, read the file again
+                    chunk = encode(_without_extra(item))
+                    stamp = None
+            offsets.append(offsets[-1] + len(chunk))
+            yield chunk
+        files.append((load.path, len(offsets) - 1 - first, stamp, load.size, load.exists,
                       [_problem(p) for p in load.problems],
                       None if load.line_records is None else load.line_records.packed()))
-    return chunks, files, start_of
 
 
-def _write_file(path: Path, size: int, header_size: int, parts: list[tuple[int, list]]) -> None:
-    """A file of `size` bytes with each part's pieces in place from its offset (parts in offset
-    order) and the prefix in front, synced, then renamed over `path`. The CRC-32 of everything after
-    the prefix is taken as the pieces go out: nothing is joined (the records' pieces would double
-    their bytes in memory) and the written file is not mapped back (its pages would count in this
-    process's memory: 2 GB at 1M records)."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if path.is_dir() and not path.is_symlink():  # a directory by our name would refuse every rename
-        log.warning("removing the directory %s that stands where the snapshot goes", path)
-        shutil.rmtree(path)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".snapshot-")  # created 0600
-    try:
-        with open(fd, "wb") as f:
-            f.write(bytes(PREFIX))
-            check, at = 0, PREFIX
-            for offset, pieces in parts:
-                gap = bytes(offset - at)  # the alignment's zeros (under 64 bytes)
-                f.write(gap)
-                check = zlib.crc32(gap, check)
-                for batch in _batches(pieces):
-                    f.write(batch)
-                    check = zlib.crc32(batch, check)
-                    offset += len(batch)
-                at = offset
-            if at != size:  # a writer's bug; the caller logs it and keeps no snapshot
-                raise ValueError(f"snapshot layout: wrote {at} bytes of {size}")
-            f.seek(0)
-            f.write(MAGIC + b"".join(n.to_bytes(8, "little") for n in (size, header_size, check)))
-            f.flush()
-            os.fsync(f.fileno())  # the rename below must not land before the bytes (a crash would leave zeros)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+class _Output:
+    """A snapshot file written front to back into a new file in `path`'s directory, its CRC-32 taken
+    as the bytes go out (the written file is not read or mapped back: its pages would count in this
+    process's memory); on a clean exit the prefix (magic, size, `header_size`, CRC) goes in front,
+    the file is synced and renamed over `path` — on an error it is removed."""
 
+    def __init__(self, path: Path) -> None:
+        self.path, self.at, self.check, self.header_size = path, PREFIX, 0, 0
 
-def _batches(pieces: list, size: int = 1 << 20) -> Iterable[bytes | memoryview]:
-    """The pieces in order, small ones joined into about `size` bytes (a write and a CRC call per
-    record would cost more than the copy), a large one as it is."""
-    batch: list = []
-    held = 0
-    for piece in pieces:
-        if len(piece) >= size:
-            if batch:
-                yield b"".join(batch)
-                batch, held = [], 0
-            yield piece
-            continue
-        batch.append(piece)
-        held += len(piece)
-        if held >= size:
-            yield b"".join(batch)
-            batch, held = [], 0
-    if batch:
-        yield b"".join(batch)
+    def __enter__(self) -> _Output:
+        path = self.path
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if path.is_dir() and not path.is_symlink():  # a directory by our name would refuse every rename
+            log.warning("removing the directory %s that stands where the snapshot goes", path)
+            shutil.rmtree(path)
+        fd, self.temporary = tempfile.mkstemp(dir=path.parent, prefix=".snapshot-")  # created 0600
+        self.file = open(fd, "wb")
+        self.file.write(bytes(PREFIX))
+        return self
+
+    def pieces(self, pieces: Iterable[bytes | memoryview], batch: int = 1 << 20) -> None:
+        """Write these bytes in order, small pieces joined into about `batch` bytes (a write and a
+        CRC call per record would cost more than the copy)."""
+        held: list = []
+        size = 0
+        for piece in pieces:
+            held.append(piece)
+            size += len(piece)
+            if size >= batch:
+                self._write(b"".join(held) if len(held) > 1 else held[0])
+                held, size = [], 0
+        if held:
+            self._write(b"".join(held) if len(held) > 1 else held[0])
+
+    def pad_to(self, at: int) -> None:
+        self._write(bytes(at - self.at))
+
+    def _write(self, data: bytes | memoryview) -> None:
+        self.file.write(data)
+        self.check = zlib.crc32(data, self.check)
+        self.at += len(data)
+
+    def __exit__(self, kind, error, traceback) -> None:
+        try:
+            if kind is None:
+                f = self.file
+                f.seek(0)
+                f.write(MAGIC + b"".join(n.to_bytes(8, "little") for n in (self.at, self.header_size, self.check)))
+                f.flush()
+                os.fsync(f.fileno())  # the rename below must not land before the bytes (a crash would leave zeros)
+            self.file.close()
+            if kind is None:
+                os.replace(self.temporary, self.path)
+        finally:
+            if kind is not None or os.path.exists(self.temporary):
+                with contextlib.suppress(OSError):
+                    os.unlink(self.temporary)
 
 
 def _aligned(n: int) -> int:
@@ -268,11 +280,10 @@ def _decode(data: bytes) -> PoolState:
         raise ValueError("not a snapshot, or truncated")
     if zlib.crc32(memoryview(data)[PREFIX:]) != check:  # (≈ 25 ms for 150 MB)
         raise ValueError("damaged (checksum)")
-    header = marshal.loads(memoryview(data)[PREFIX:PREFIX + header_size])
+    header = marshal.loads(memoryview(data)[size - header_size:])
     if header.get("format") != FORMAT:
         raise ValueError("another format")
-    body = _aligned(PREFIX + header_size)
-    arrays = {name: np.frombuffer(data, dtype=np.dtype(dtype), count=int(np.prod(shape)), offset=body + at)
+    arrays = {name: np.frombuffer(data, dtype=np.dtype(dtype), count=int(np.prod(shape)), offset=at)
               .reshape(shape) for name, (dtype, shape, at) in header["arrays"].items()}
     at, blob_size = header["records"]
     slots, offsets = arrays["slot_positions"].size, arrays["offsets"]
@@ -280,7 +291,7 @@ def _decode(data: bytes) -> PoolState:
     if offsets.size != starts[-1] + 1 or offsets[-1] != blob_size or any(
             values.shape != (slots,) for name, values in arrays.items() if name.startswith("column.")):
         raise ValueError("inconsistent")  # (a writer's bug: the checksum covers what the disk could do)
-    store = RecordStore(memoryview(data)[body + at:body + at + blob_size], offsets,
+    store = RecordStore(memoryview(data)[at:at + blob_size], offsets,
                         [(first, row[0]) for first, row in zip(starts, header["files"])])
     files = [FileLoad(path, RecordList(range(first, first + count), store), [Problem(*p) for p in problems],
                       exists, file_size, stamp, None if line_records is None else LineDigests(*line_records))
