@@ -228,15 +228,16 @@ def _table(index: LiveIndex) -> _Table | None:
     with _lock:
         version = index.version  # read first: what changes meanwhile is filed next time
         table = _table_now
-        if table is not None and table.index() is index:
-            if table.version == version:
-                return table
+        ours = table is not None and table.index() is index
+        if ours and table.version == version:
+            return table
+        if len(index) > BUILD_HERE and index.filling:
+            return None  # (built or followed once the load is over: a build per part of a big file cost 2× one)
+        if ours:
             changed = index.changed_since(table.version, FOLLOW_HERE)
             if changed is not None:
                 table.follow(changed, version)
                 return table
-        if len(index) > BUILD_HERE and index.filling:
-            return None  # (built once the load is over: a build per part of a big file cost 2× one)
         if len(index) <= BUILD_HERE:  # built here even while another thread builds it: an answer
             # without the tiers would be cached as if it had them (a lens counting 7 where
             # find-related lists 10, seen under load); a second small build costs milliseconds
