@@ -244,3 +244,31 @@ def test_no_child_on_one_core_or_for_small_files(tmp_path, monkeypatch):
                               1 << 20)
     assert list(children) == [str(big)]
     children[str(big)].close()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_selecting_rows_of_counts_made_elsewhere_gives_their_postings_keyed_here(data):
+    """`Counts.select` against the postings read one by one: any rows, names with no postings, a
+    vocabulary that already holds some of the names (in another order) and others."""
+    size = data.draw(st.integers(1, 12))
+    names = data.draw(st.lists(st.text("abc", min_size=1, max_size=3), unique=True, max_size=8))
+    postings = [sorted(data.draw(st.sets(st.integers(0, size - 1), max_size=size))) for _ in names]
+    counts = Counts(size, names, np.cumsum([0, *map(len, postings)]),
+                    np.array([r for rows in postings for r in rows], dtype=np.int32),
+                    np.array([float(1 + i) for i in range(sum(map(len, postings)))], dtype=np.float32))
+    rows = np.array(sorted(data.draw(st.sets(st.integers(0, size - 1)))), dtype=np.int64)
+    held = data.draw(st.permutations(names + ["zz", "yy"]).map(lambda ns: ns[:data.draw(st.integers(0, len(ns)))]))
+    vocabulary = {name: key for key, name in enumerate(held)}
+    expected, at = {}, 0
+    new_row = {int(r): i for i, r in enumerate(rows)}
+    for name, its_rows in zip(names, postings):
+        for r in its_rows:
+            if r in new_row:
+                expected[(name, new_row[r])] = float(counts.counts[at])
+            at += 1
+    selected = counts.select(rows, vocabulary)
+    assert set(held) <= set(vocabulary) and sorted(vocabulary.values()) == list(range(len(vocabulary)))
+    assert bag(selected, vocabulary) == expected
+    indptr, out_rows, _ = selected
+    assert all(np.all(np.diff(out_rows[indptr[k]:indptr[k + 1]]) > 0) for k in range(indptr.size - 1))

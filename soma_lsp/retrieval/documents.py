@@ -206,18 +206,31 @@ class Counts:
         """The CSR of these rows (ascending) as rows 0..len-1, keyed in `vocabulary`, which gains the
         names it lacks: the postings counting them here would give, though new names may get other
         keys. Each key is one name's run of postings here, so the runs are placed whole: nothing is
-        sorted."""
+        sorted. Only the postings of rows from the first asked to the last are read (each name's
+        run of them found by bisection): a pool commits a file's records a batch at a time, and a
+        pass over every posting of the file for each batch was most of the load's peak memory at 1M
+        records (100M postings)."""
         n_names = len(self.names)
         names = self.names
         if rows.size == self.size and len(vocabulary) == 0:  # every row into nothing: keyed as here
             vocabulary.update(zip(names, range(n_names)))
             return self.indptr, self.rows, self.counts
-        row_of = np.full(self.size, -1, dtype=np.int64)
-        row_of[rows] = np.arange(rows.size)
-        new_rows = row_of[self.rows]
+        first, last = (int(rows[0]), int(rows[-1])) if rows.size else (0, -1)
+        lo, hi = _lower_bounds(self.rows, self.indptr, first), _lower_bounds(self.rows, self.indptr, last + 1)
+        spans = np.zeros(n_names + 1, dtype=np.int64)  # each name's postings of rows first..last
+        np.cumsum(hi - lo, out=spans[1:])
+        runs = [slice(a, b) for a, b in zip(lo.tolist(), hi.tolist()) if b > a]
+        span_rows = np.concatenate([self.rows[r] for r in runs]) if runs else self.rows[:0]
+        span_counts = np.concatenate([self.counts[r] for r in runs]) if runs else self.counts[:0]
+        row_of = np.full(last - first + 1, -1, dtype=np.int32)
+        row_of[rows - first] = np.arange(rows.size, dtype=np.int32)
+        new_rows = row_of[span_rows - first]
         kept = new_rows >= 0
-        name_of = np.repeat(np.arange(n_names), np.diff(self.indptr))[kept]
-        sizes = np.bincount(name_of, minlength=n_names)
+        kept_rows, kept_counts = new_rows[kept], span_counts[kept]
+        # each name's kept postings: its span less the dropped ones (found by position: few)
+        sizes = kept_per_run(spans, kept)
+        before = np.zeros(n_names + 1, dtype=np.int64)  # where each name's kept postings start
+        np.cumsum(sizes, out=before[1:])
         used = np.flatnonzero(sizes)
         key_of = np.zeros(n_names, dtype=np.int64)
         key_of[used] = [vocabulary.setdefault(names[t], len(vocabulary)) for t in used.tolist()]
@@ -225,11 +238,33 @@ class Counts:
         key_sizes[key_of[used]] = sizes[used]
         indptr = np.zeros(len(vocabulary) + 1, dtype=np.int64)
         np.cumsum(key_sizes, out=indptr[1:])
-        run_starts = np.cumsum(sizes) - sizes  # where each name's kept postings start among the kept
-        at = indptr[key_of[name_of]] + np.arange(name_of.size) - run_starts[name_of]
-        out_rows, out_counts = np.empty(at.size, dtype=np.int32), np.empty(at.size, dtype=self.counts.dtype)
-        out_rows[at], out_counts[at] = new_rows[kept], self.counts[kept]
-        return indptr, out_rows, out_counts
+        order = used[np.argsort(key_of[used], kind="stable")]
+        if np.array_equal(order, used):  # the names' runs already come in key order (a first batch)
+            return indptr, kept_rows, kept_counts
+        runs = [slice(before[t], before[t + 1]) for t in order.tolist()]
+        return (indptr, np.concatenate([kept_rows[r] for r in runs]) if runs else kept_rows,
+                np.concatenate([kept_counts[r] for r in runs]) if runs else kept_counts)
+
+
+def kept_per_run(indptr: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """How many items of each run (CSR `indptr`) are `kept`, found by the positions of those that are
+    not (few, where it is used: lines left out of a batch, postings of removed records) — no array
+    of a run per item."""
+    return np.diff(indptr) - np.diff(np.searchsorted(np.flatnonzero(~kept), indptr))
+
+
+def _lower_bounds(values: np.ndarray, indptr: np.ndarray, x: int) -> np.ndarray:
+    """For each run `values[indptr[i]:indptr[i + 1]]` (ascending), the position of its first value
+    ≥ x: a bisection of every run at once."""
+    lo, hi = indptr[:-1].copy(), indptr[1:].copy()
+    while True:
+        open_ = np.flatnonzero(lo < hi)
+        if not open_.size:
+            return lo
+        mid = (lo[open_] + hi[open_]) // 2
+        below = values[mid] < x
+        lo[open_[below]] = mid[below] + 1
+        hi[open_[~below]] = mid[~below]
 
 
 @dataclass(frozen=True, slots=True, eq=False)

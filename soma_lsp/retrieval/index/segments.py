@@ -20,7 +20,7 @@ from itertools import repeat
 
 import numpy as np
 
-from ..documents import bag_triples, csr
+from ..documents import bag_triples, csr, kept_per_run
 from . import tuning
 
 
@@ -117,25 +117,22 @@ class _Segment:
         count) triples at once: merging four 20k-record segments that way took a transient 160 MB,
         the peak of a 100k-file first load."""
         live = [keep[s.slots] for s in segments]
+        kept_per_key = [kept_per_run(s.indptr, kept) for s, kept in zip(segments, live)]
         sizes = np.zeros(n_keys, dtype=np.int64)
-        for s, kept in zip(segments, live):
-            sizes += np.bincount(_keys_of(s)[kept], minlength=n_keys)
+        for per_key in kept_per_key:
+            sizes[:per_key.size] += per_key
         indptr = np.zeros(n_keys + 1, dtype=np.int64)
         np.cumsum(sizes, out=indptr[1:])
         slots, counts = np.empty(indptr[-1], dtype=np.int32), np.empty(indptr[-1], dtype=np.float32)
         cursor = indptr[:-1].copy()
-        for s, kept in zip(segments, live):
-            keys = _keys_of(s)[kept]
-            per_key = np.bincount(keys, minlength=n_keys)
-            at = cursor[keys] + np.arange(keys.size) - (np.cumsum(per_key) - per_key)[keys]
+        for s, kept, per_key in zip(segments, live, kept_per_key):
+            # a key's kept postings here are one run (postings are in key order): each run moves by
+            # the distance from where it starts among the kept to where the key's cursor stands
+            at = np.arange(int(per_key.sum()), dtype=np.int64)
+            at += np.repeat(cursor[:per_key.size] - (np.cumsum(per_key) - per_key), per_key)
             slots[at], counts[at] = s.slots[kept], s.counts[kept]
-            cursor += per_key
+            cursor[:per_key.size] += per_key
         return cls(indptr, slots, counts)
-
-
-def _keys_of(segment: _Segment) -> np.ndarray:
-    """Each posting's key (postings are in key order)."""
-    return np.repeat(np.arange(segment.indptr.size - 1), np.diff(segment.indptr))
 
 
 class _Postings:
