@@ -28,10 +28,10 @@ from ..gcpause import collector_paused
 from ..records import Record
 from ..retrieval import CountedLines
 from ..stored import RecordStore, items_of
-from . import counting, snapshot, trackers
+from . import counting, loader, read_ahead, snapshot, trackers
 from .cache import CacheLimits
 from .discover import Roots, normalize
-from .loader import MAX_JSON_BYTES, MAX_YAML_BYTES, FileLoad, load_file
+from .loader import MAX_JSON_BYTES, MAX_YAML_BYTES, FileLoad, file_format, load_file
 from .parts import Parts
 from .problems import MAX_PER_FILE, Problem, more_problems
 
@@ -328,6 +328,10 @@ class LivePool:
                                self._limits["max_json_bytes"], in_parts=self.in_parts) \
             if sizes and self.index is not None else {}
         counted: dict[str, Callable[[], CountedLines | None]] = {}
+        # and many small files listed are read ahead by another (pool.read_ahead)
+        whole = [p for p in paths if p in sizes and p not in gone and file_format(p) != "jsonl"] if sizes else []
+        ahead = read_ahead.start(whole, [self._limits["max_yaml_bytes" if file_format(p) == "yaml" else "max_json_bytes"]
+                                         for p in whole], loader.RACY_NS)
 
         def commit_part(path: str, part: FileLoad) -> None:  # a first read's prefix (pool.parts)
             nonlocal batch, extras, batch_records, counted
@@ -348,7 +352,8 @@ class LivePool:
                     first_read = listed and path not in self._files and self.index is not None and self.in_parts
                     load = load_file(path, progress=streamed if size > step else None,
                                      previous=self._files.get(path), **self._limits,
-                                     batch=Parts(functools.partial(commit_part, path)) if first_read else None)
+                                     batch=Parts(functools.partial(commit_part, path)) if first_read else None,
+                                     read=ahead.take(path) if ahead is not None and listed else None)
                     if not load.exists:  # gone since it was listed (or since the event)
                         if listed:
                             extras[path] = load.problems
@@ -369,6 +374,8 @@ class LivePool:
         finally:
             for child in apart.values():
                 child.close()
+            if ahead is not None:
+                ahead.close()
         if progress is not None and last[0] != total:
             progress(total, total)
 

@@ -96,15 +96,22 @@ def file_format(path: str) -> str | None:
 
 def load_file(path: str | os.PathLike, *, max_json_bytes: int = MAX_JSON_BYTES,
               max_yaml_bytes: int = MAX_YAML_BYTES, progress: Callable[[int], None] | None = None,
-              previous: FileLoad | None = None, batch: Parts | None = None) -> FileLoad:
+              previous: FileLoad | None = None, batch: Parts | None = None,
+              read: tuple[int, tuple[int, ...] | None, bytes] | None = None) -> FileLoad:
     """Read one pool file; never raises (a problem of kind `vanished` if it does not exist).
     `progress(bytes_read)` is called now and then while a `.jsonl` file streams in. `previous` (the last
     load of the same `.jsonl` file) lets unchanged lines keep their records without re-validation.
     `batch`: a `.jsonl` file's prefixes are handed to it as they are read (`pool.parts`).
+    `read`: what `read_ahead.ReadAhead` read of a `.json` or YAML file — its size, stamp and bytes —
+    decoded here instead of reading the file again.
     At most `MAX_PER_FILE` problems are kept, then one of kind `more` counting the rest."""
     path = os.fspath(path)
     out = FileLoad(path, problems=FileProblems())
-    _read(path, out, max_json_bytes, max_yaml_bytes, progress, previous, batch)
+    if read is None:
+        _read(path, out, max_json_bytes, max_yaml_bytes, progress, previous, batch)
+    else:
+        out.size, out.stamp, data = read
+        _decode(path, data, out)
     out.problems = out.problems.done(path)
     return out
 
@@ -139,8 +146,13 @@ def _read(path: str, out: FileLoad, max_json_bytes: int, max_yaml_bytes: int,
     except Exception as error:  # noqa: BLE001 - a loader must not take the server down
         out.problems.append(Problem(path, 0, "", f"could not read the file: {error!r}", "error", "unreadable"))
         return
+    _decode(path, data, out)
+
+
+def _decode(path: str, data: bytes, out: FileLoad) -> None:
+    """The records of a whole `.json` or YAML file's bytes."""
     try:
-        if fmt == "yaml":
+        if file_format(path) == "yaml":
             _load_yaml(data, out)
         else:
             _load_json(data, out)
