@@ -33,7 +33,7 @@ import time
 log = logging.getLogger(__name__)
 
 AHEAD_FILES = 1000  # fewer files than this are read here: the child would not pay for its start
-CHUNK_BYTES = 4 << 20  # read back from the child's output this much at a time
+CHUNK_BYTES = 1 << 20  # read back from the child's output this much at a time
 FLUSH_BYTES = 256 << 10  # the child writes its entries out in runs of this size
 _ENTRY = struct.Struct("<IBQqqQQQ")  # ordinal, state, size, mtime_ns, ctime_ns, inode, device, bytes that follow
 READ, RACY, UNREAD = 0, 1, 2  # states: read (and stamped), read but modified too recently to stamp, not read
