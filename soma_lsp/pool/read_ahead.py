@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 AHEAD_FILES = 1000  # fewer files than this are read here: the child would not pay for its start
 CHUNK_BYTES = 1 << 20  # read back from the child's output this much at a time
+LOOKAHEAD = 64  # how far past the last path asked for the next one is looked for
 FLUSH_BYTES = 256 << 10  # the child writes its entries out in runs of this size
 _ENTRY = struct.Struct("<IBQqqQQQ")  # ordinal, state, size, mtime_ns, ctime_ns, inode, device, bytes that follow
 READ, RACY, UNREAD = 0, 1, 2  # states: read (and stamped), read but modified too recently to stamp, not read
@@ -45,8 +46,8 @@ class ReadAhead:
     def __init__(self, paths: list[str], limits: list[int], racy_ns: int) -> None:
         """`limits[i]`: the most bytes `paths[i]` may hold to be read (its format's limit);
         `racy_ns`: a file modified less than this before it is read gets no stamp (`FileLoad.stamp`)."""
-        self._ordinal = {path: i for i, path in enumerate(paths)}
-        self._limits = limits
+        self._paths, self._limits = paths, limits
+        self._next = 0  # where the next path asked for is looked for in `paths` (asked in that order)
         self._buffer, self._pos, self._at = b"", 0, 0
         self._failed = False
         with tempfile.TemporaryFile() as listing:
@@ -63,7 +64,7 @@ class ReadAhead:
     def take(self, path: str) -> tuple[int, tuple[int, ...] | None, bytes] | None:
         """What the child read of `path` — (size, stamp or None when racy, bytes) — or None when the
         loader must read it itself."""
-        wanted = self._ordinal.get(path)
+        wanted = self._ordinal(path)
         if wanted is None or self._failed:
             return None
         try:
@@ -86,6 +87,17 @@ class ReadAhead:
             self._failed = True
             self.close()
             return None
+
+    def _ordinal(self, path: str) -> int | None:
+        """Where `path` is in `paths`, looked for among the next `LOOKAHEAD` after the last one asked
+        for (the loader asks for them in order): no 100k-entry dict (≈ 10 MB) for a lookup that is one
+        comparison, and never a scan of all of them."""
+        try:
+            at = self._paths.index(path, self._next, self._next + LOOKAHEAD)
+        except ValueError:
+            return None
+        self._next = at + 1
+        return at
 
     def _peek(self) -> tuple | None:
         """The next whole entry (its header; its bytes follow it in the buffer), or None when the child
