@@ -207,21 +207,26 @@ class Counts:
         names it lacks: the postings counting them here would give, though new names may get other
         keys. Each key is one name's run of postings here, so the runs are placed whole: nothing is
         sorted. Only the postings of rows from the first asked to the last are read (each name's
-        run of them found by bisection): a pool commits a file's records a batch at a time, and a
-        pass over every posting of the file for each batch was most of the load's peak memory at 1M
-        records (100M postings)."""
+        run of them found by bisection; all of them when the counts are of those rows only, as a
+        part's block is): a pool commits a file's records a batch at a time, and a pass over every
+        posting of the file for each batch was most of the load's peak memory at 1M records (100M
+        postings). Runs are gathered and reordered by one indexing each (`_runs`), not a slice per
+        name (a Python loop over the 20k–90k names of a 100k file's blocks)."""
         n_names = len(self.names)
         names = self.names
         if rows.size == self.size and len(vocabulary) == 0:  # every row into nothing: keyed as here
             vocabulary.update(zip(names, range(n_names)))
             return self.indptr, self.rows, self.counts
         first, last = (int(rows[0]), int(rows[-1])) if rows.size else (0, -1)
-        lo, hi = _lower_bounds(self.rows, self.indptr, first), _lower_bounds(self.rows, self.indptr, last + 1)
-        spans = np.zeros(n_names + 1, dtype=np.int64)  # each name's postings of rows first..last
-        np.cumsum(hi - lo, out=spans[1:])
-        runs = [slice(a, b) for a, b in zip(lo.tolist(), hi.tolist()) if b > a]
-        span_rows = np.concatenate([self.rows[r] for r in runs]) if runs else self.rows[:0]
-        span_counts = np.concatenate([self.counts[r] for r in runs]) if runs else self.counts[:0]
+        if not self.rows.size or first <= self.rows.min() and self.rows.max() <= last:
+            spans, span_rows, span_counts = self.indptr, self.rows, self.counts  # (a part's own block)
+        else:
+            lo = _lower_bounds(self.rows, self.indptr, first)
+            lengths = _lower_bounds(self.rows, self.indptr, last + 1) - lo
+            spans = np.zeros(n_names + 1, dtype=np.int64)  # each name's postings of rows first..last
+            np.cumsum(lengths, out=spans[1:])
+            taken = _runs(lo, lengths)
+            span_rows, span_counts = self.rows[taken], self.counts[taken]
         row_of = np.full(last - first + 1, -1, dtype=np.int32)
         row_of[rows - first] = np.arange(rows.size, dtype=np.int32)
         new_rows = row_of[span_rows - first]
@@ -241,9 +246,15 @@ class Counts:
         order = used[np.argsort(key_of[used], kind="stable")]
         if np.array_equal(order, used):  # the names' runs already come in key order (a first batch)
             return indptr, kept_rows, kept_counts
-        runs = [slice(before[t], before[t + 1]) for t in order.tolist()]
-        return (indptr, np.concatenate([kept_rows[r] for r in runs]) if runs else kept_rows,
-                np.concatenate([kept_counts[r] for r in runs]) if runs else kept_counts)
+        placed = _runs(before[order], sizes[order])
+        return indptr, kept_rows[placed], kept_counts[placed]
+
+
+def _runs(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The positions of the runs `starts[i]`, `starts[i] + 1`, … (`lengths[i]` of them), one run after
+    the other: what gathers (or reorders) runs of an array in one indexing, not a slice per run."""
+    ends = np.cumsum(lengths)
+    return np.arange(int(ends[-1]) if ends.size else 0, dtype=np.int64) + np.repeat(starts - (ends - lengths), lengths)
 
 
 def kept_per_run(indptr: np.ndarray, kept: np.ndarray) -> np.ndarray:
