@@ -131,6 +131,29 @@ def test_the_child_counts_each_record_as_the_loader_would(tmp_path):
             (counts.indptr, counts.rows, counts.counts), dict(zip(counts.names, range(len(counts.names)))))
 
 
+def blocks(path: Path, skip_first: bool) -> list[tuple]:
+    """Each block of a count cut at lines 20, 60, 140 …, as comparable values."""
+    return [(b.first, b.last, b.counted.terms.size, list(b.counted.terms.names), b.counted.terms.indptr.tolist(),
+             b.counted.terms.rows.tolist(), b.counted.components.rows.tolist(), b.counted.arch_total.tolist())
+            for b in counting.count_parts(str(path), loader.MAX_JSON_BYTES, counting.parts.part_ends(20),
+                                          skip_first=skip_first)]
+
+
+def test_the_child_leaves_the_first_part_to_the_loader_and_counts_the_rest_alike(tmp_path):
+    counted, skipped = blocks(lines_file(tmp_path / "runs.jsonl"), False), blocks(tmp_path / "runs.jsonl", True)
+    assert len(skipped) == len(counted) > 2 and skipped[1:] == counted[1:]
+    first = skipped[0]
+    assert first[:3] == counted[0][:3] == (0, False, 20) and first[5] == first[6] == [] and counted[0][5]
+
+
+@pytest.mark.parametrize("why", ["the file ends in its first part", "its first part is too big to hold"])
+def test_the_child_counts_the_first_part_after_all_when_it_must(tmp_path, monkeypatch, why):
+    path = lines_file(tmp_path / "runs.jsonl", 12 if why.startswith("the file") else 60)  # (12: 16 lines)
+    if why.startswith("its"):
+        monkeypatch.setattr(counting, "SKIP_BYTES", 500)
+    assert blocks(path, True) == blocks(path, False) and blocks(path, True)[0][5]
+
+
 TEXT = st.one_of(st.text(max_size=8), st.sampled_from(["", " ", "\u3000", "a b"]))
 ANY = st.one_of(TEXT, TEXT, TEXT, st.none(), st.integers())  # mostly text: most records are valid
 

@@ -109,19 +109,24 @@ def test_the_first_part_does_not_wait_for_a_child_still_starting(tmp_path, small
     monkeypatch.setattr(counting.os, "sched_getaffinity", lambda pid: {0, 1})
     monkeypatch.setattr(counting.sys, "executable", str(late))
     seen = []
-    counts = counting.Counting.counts
+    counts, counted_here = counting.Counting.counts, counting.Counting.counted_here
 
-    def spy(self, load, wait=True):
-        result = counts(self, load, wait)
-        seen.append((len(load.records), wait, result is not None))
+    def spy(self, load):
+        result = counts(self, load)
+        seen.append((len(load.records), "child", result is not None))
         return result
 
+    def spy_here(self, load):
+        seen.append((len(load.records), "here", False))
+        return counted_here(self, load)
+
     monkeypatch.setattr(counting.Counting, "counts", spy)
+    monkeypatch.setattr(counting.Counting, "counted_here", spy_here)
     index = LiveIndex()
     LivePool([root], index).load()
-    firsts = {n: (wait, used) for n, wait, used in seen}
-    assert list(firsts.values())[0] == (False, False)  # the first part: counted here, at once
-    assert all(wait and used for wait, used in list(firsts.values())[1:]) and len(firsts) == 5  # then the child's
+    firsts = {n: (where, used) for n, where, used in seen}
+    assert list(firsts.values())[0] == ("here", False)  # the first part: counted here, at once
+    assert all(where == "child" and used for where, used in list(firsts.values())[1:]) and len(firsts) == 5
     plain = LiveIndex()
     with monkeypatch.context() as m:
         m.setattr(counting, "APART_BYTES", 1 << 62)
@@ -175,8 +180,7 @@ def test_a_pool_that_answers_once_loaded_reads_a_big_file_as_one_update(tmp_path
     pool = LivePool([root], index, in_parts=False)
     seen = loads_seen(pool, index)
     with monkeypatch.context() as m:
-        m.setattr(counting.Counting, "counts", lambda self, load, wait=True: taken.append(counts(self, load, wait))
-                  or taken[-1])
+        m.setattr(counting.Counting, "counts", lambda self, load: taken.append(counts(self, load)) or taken[-1])
         pool.load()
     assert len(seen) == 1 and len(seen[0][1]) > 2_300
     assert len(taken) == 1 and taken[0] is not None and taken[0].terms.size == 2_500  # the child's, whole

@@ -338,8 +338,12 @@ class LivePool:
             if batch:
                 self._commit(batch, extras, counted)
                 batch, extras, batch_records, counted = {}, {}, 0, {}
-            child = apart.get(path)  # (the first part does not wait for the child: it may still be starting)
-            fetch = functools.partial(child.counts, part, wait=path in self._files) if child else None
+            child = apart.get(path)
+            fetch = None
+            if child is not None and path in self._files:
+                fetch = functools.partial(child.counts, part)
+            elif child is not None:  # the first part, counted here: the child, maybe still starting, skips it
+                child.counted_here(part)
             self._commit({path: part}, {}, {path: fetch} if fetch else {})
 
         try:
