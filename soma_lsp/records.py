@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields, make_dataclass
 from datetime import date, datetime, timezone
 from enum import StrEnum
 from string import ascii_letters
+from sys import intern  # metric names and tags: the few a pool repeats in every record, held once
 from typing import Any, Literal
 
 
@@ -408,7 +409,7 @@ def _metric(body: Any, name: Any, where: str | int) -> Metric:
     if not isinstance(name, str) or not name.strip():
         raise RecordError(f"{_metric_path(where)}.name", "expected a non-empty string")
     if not _is_mapping(body):
-        return metric_from_fields(name, number(body, _metric_path(where), non_finite=True), None, None)
+        return metric_from_fields(intern(name), number(body, _metric_path(where), non_finite=True), None, None)
     value, goal, baseline = body.get("value"), body.get("goal"), body.get("baseline")
     if value is None:
         raise RecordError(f"{_metric_path(where)}.value", "is required")
@@ -418,7 +419,7 @@ def _metric(body: Any, name: Any, where: str | int) -> Metric:
             raise RecordError(f"{_metric_path(where)}.goal",
                               f"expected min or max (or minimize/lower, maximize/higher), got {goal!r}")
         goal = canonical
-    return metric_from_fields(name, _metric_number(value, where, "value"),
+    return metric_from_fields(intern(name), _metric_number(value, where, "value"),
                               None if baseline is None else _metric_number(baseline, where, "baseline"), goal)
 
 
@@ -525,7 +526,7 @@ def _tags(value: Any) -> tuple[str, ...]:
     if not _is_list(value):
         raise RecordError("tags", f"expected a list of strings, got {kind_of(value)}")
     _check_strings(value, "tags")
-    return tuple(value)
+    return tuple(map(intern, value))  # (shared, as metric names: see `intern`)
 
 
 def _importance(value: Any) -> float | None:
