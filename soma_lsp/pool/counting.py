@@ -42,6 +42,7 @@ import numpy as np
 from ..records import document_texts, parse_architecture
 from ..retrieval import CountedLines, Counts, component_bag, count_lines
 from .loader import FileLoad, decode_line, jsonl_lines, stamp_of
+from .read_ahead import spare_cores
 from . import parts
 
 log = logging.getLogger(__name__)
@@ -61,8 +62,7 @@ def start(files: Iterable[tuple[str, int]], max_line: int, *, in_parts: bool = T
     """A child for each `.jsonl` (path, size) of at least `APART_BYTES`, as many as there are spare
     cores (none on one core); `in_parts`: whether the loader commits the file in parts (else the
     child counts it as one block)."""
-    spare = len(os.sched_getaffinity(0)) - 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) - 1
-    chosen = [path for path, size in files if size >= APART_BYTES and path.endswith(".jsonl")][:max(spare, 0)]
+    chosen = [path for path, size in files if size >= APART_BYTES and path.endswith(".jsonl")][:max(spare_cores(), 0)]
     countings = {}
     for path in chosen:
         try:

@@ -132,14 +132,18 @@ class ReadAhead:
 
 def start(paths: list[str], limits: list[int], racy_ns: int) -> ReadAhead | None:
     """A child reading `paths` ahead when they are many and a core is spare, else None."""
-    spare = len(os.sched_getaffinity(0)) - 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) - 1
-    if len(paths) < AHEAD_FILES or spare < 1:
+    if len(paths) < AHEAD_FILES or spare_cores() < 1:
         return None
     try:
         return ReadAhead(paths, limits, racy_ns)
     except OSError as error:
         log.warning("could not start reading the pool's files ahead: %r", error)
         return None
+
+
+def spare_cores() -> int:
+    """The cores this process may run on, less the one it runs on: what a child working apart takes."""
+    return (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1) - 1
 
 
 # -- the child ------------------------------------------------------------------------------------
