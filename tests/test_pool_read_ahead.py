@@ -156,6 +156,15 @@ def test_a_child_that_fails_or_writes_nonsense_leaves_the_reading_here(tmp_path,
         assert state(load(root)[0]) == expected
     assert "reading ahead failed" in caplog.text and not any(taken)
 
+    crashing = tmp_path / "crashing-python"
+    crashing.write_text("#!/bin/sh\nexit 3\n")
+    crashing.chmod(0o755)
+    monkeypatch.setattr(read_ahead.ReadAhead, "__init__", real)
+    monkeypatch.setattr(read_ahead.sys, "executable", str(crashing))
+    with caplog.at_level(logging.WARNING, logger=read_ahead.__name__):
+        assert state(load(root)[0]) == expected
+    assert "ended with exit status 3" in caplog.text
+
     monkeypatch.setattr(read_ahead.sys, "executable", str(tmp_path / "no-python"))
     with caplog.at_level(logging.WARNING, logger=read_ahead.__name__):
         assert state(load(root)[0]) == expected

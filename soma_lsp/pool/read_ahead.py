@@ -123,10 +123,13 @@ class ReadAhead:
             self._buffer, self._pos = self._buffer[self._pos:] + more, 0
 
     def close(self) -> None:
-        """Stop the child if it still runs; drop its output."""
-        if self._child.poll() is None:
+        """Stop the child if it still runs (a failure of its own is logged); drop its output."""
+        code = self._child.poll()
+        if code is None:
             self._child.kill()
             self._child.wait()
+        elif code and not self._out.closed:
+            log.warning("reading ahead ended with exit status %s; the files it did not read were read here", code)
         self._out.close()
 
 
