@@ -28,9 +28,11 @@ from collections.abc import Iterator
 QUIET = 0.01
 #: The longest one `pause()` waits: background work always moves on.
 MAX_WAIT = 0.5
-#: Records a background loop handles between two `pause()` calls (≈ 1–3 ms of work; a call that
-#: finds nothing to wait for costs a fraction of a microsecond).
-STEP = 32
+#: Records a background loop handles between two `pause()` calls (≈ 0.2 ms of the evidence table's
+#: build; a call that finds nothing to wait for costs a fraction of a microsecond). At 32 (≈ 1.5 ms,
+#: far more on a loaded machine) a pool change arriving while the table of 100k records was built
+#: waited for the step in progress: its warnings up to 145 ms late, 17–44 ms at 4 (docs/benchmarks.md § LSP).
+STEP = 4
 
 _changed = threading.Condition()
 _answering = 0

@@ -183,3 +183,29 @@ def test_a_big_pools_table_is_built_once_its_load_is_over_not_after_every_part(t
         if thread.name == "soma-evidence":
             thread.join()
     assert len(evidence.knob_tier(pool.index, settings)) == 30
+
+
+class Unwalkable(tuple):
+    """A journal entry's ids that fail when read one by one (their number is known)."""
+
+    def __iter__(self):
+        raise AssertionError("the ids were walked")
+
+
+def test_an_update_of_more_ids_than_asked_for_is_known_at_once_and_repeats_of_one_id_are_not_more():
+    """`changed_since` gives up on an update holding more ids than `limit` without collecting them
+    (a follower behind a load's part learned so only after a walk of its 10k+ ids); several updates of
+    the same few ids stay followable however many they are."""
+    rng = random.Random(5)
+    index = LiveIndex([record(i, rng) for i in range(10)])
+    start = index.version
+    index.update(add=[record(i, rng) for i in range(10, 30)])
+    assert len(index.changed_since(start, limit=20)) == 20
+    at, ids = index._journal[-1]
+    index._journal[-1] = (at, Unwalkable(ids))
+    assert index.changed_since(start, limit=19) is None  # (its ids never read)
+    index._journal[-1] = (at, ids)
+    again = index.version
+    for _ in range(30):
+        index.update(add=[record(0, rng), record(1, rng)])
+    assert index.changed_since(again, limit=2) == {"r0", "r1"}

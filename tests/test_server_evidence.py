@@ -148,3 +148,15 @@ def test_the_word_under_the_cursor_weighs_on_top_of_its_line():
     line = ("rope", "lr")  # the line names both; r3 (lr) scores above r1 (rope)
     assert [s.record.id for s in focus_order(ranked, line)[:2]] == ["r3", "r1"]
     assert [s.record.id for s in focus_order(ranked, line, word=("rope",))[:3]] == ["r1", "r2", "r3"]
+
+
+def test_the_settings_of_a_text_are_read_once_per_text():
+    from soma_lsp.query import line_knobs
+    from soma_lsp.server.features.diagnostics import setting_lines
+
+    text = "import torch\nrope_theta: float = 1e6  # base\nlr = 3e-4\nx = y\n"
+    found = setting_lines(text)
+    assert found == ((1, "rope_theta: float = 1e6  # base", line_knobs("rope_theta: float = 1e6  # base")),
+                     (2, "lr = 3e-4", line_knobs("lr = 3e-4")))
+    assert setting_lines("".join(text)) is found  # the same text (another string): read once
+    assert setting_lines(text.replace("3e-4", "1e-3"))[1][2] == (("lr", "0.001", "1e-3"),)

@@ -23,10 +23,13 @@ LINGER = 0.05
 class PoolWatcher:
     """Watch a pool's roots and apply each debounced burst of changes.
 
-    A burst ends when `step_ms` pass without an event (or `debounce_ms` after it began): a record
-    file written reaches the pool about `step_ms` after its last event — a pool change → warning
-    within 10 ms needs a step of a few ms (the watcher then takes the interpreter ~300 times a
-    second for a few microseconds, which the hovers do not measurably feel: docs/benchmarks.md).
+    A burst ends when `step_ms` pass without an event (or `debounce_ms` after it began): watchfiles
+    looks at what it gathered once a step, and ends a burst at the first step that adds nothing, so a
+    record file written reaches the pool one to two steps after its last event. At 1 ms that is
+    ≈ 2 ms of a pool change → warnings (at 3 ms it was ≈ 4–5 ms of the 9 at 100k records:
+    docs/benchmarks.md § LSP); the watcher then wakes ~1000 times a second for a few microseconds
+    (an idle server: ≈ 1.7% of a core, against 0.5% at 3 ms), which the hovers do not measurably
+    feel.
 
     `start()` returns once the watch is armed (events after it are seen); `stop()` stops and joins the
     thread (within about `step_ms`). Roots that do not exist yet are checked for every `rescan_ms`; when
@@ -34,7 +37,7 @@ class PoolWatcher:
     watcher keeps going.
     """
 
-    def __init__(self, pool: LivePool, *, debounce_ms: int = 50, step_ms: int = 3, rescan_ms: int = 1000,
+    def __init__(self, pool: LivePool, *, debounce_ms: int = 50, step_ms: int = 1, rescan_ms: int = 1000,
                  on_error: Callable[[BaseException], None] | None = None) -> None:
         self.pool = pool
         self.debounce_ms = debounce_ms

@@ -169,6 +169,8 @@ class LiveIndex(_Ranking, _Exporting):
             for at, ids in reversed(self._journal):
                 if at <= version:
                     break
+                if len(ids) > limit:  # (an update's ids are distinct: too many, known without a walk)
+                    return None
                 found.update(ids)
                 if len(found) > limit:
                     return None

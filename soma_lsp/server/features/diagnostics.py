@@ -23,12 +23,12 @@ or the settings change.
 
 from __future__ import annotations
 
-from functools import partial
+from functools import lru_cache, partial
 
 from lsprotocol import types as lsp
 
 from ...pool import normalize
-from ...query import definitions, find_definition, index_to_utf16, line_knobs
+from ...query import definitions, find_definition, index_to_utf16, line_knobs, split_lines
 from ...records import Record
 from ...retrieval import dead_end_reason, is_dead_end
 from .. import convert, evidence
@@ -119,16 +119,29 @@ def _in_pool(snap: Snapshot) -> bool:
         convert.inside(convert.real(path), convert.real(root)) for root in pool.roots)
 
 
+@lru_cache(maxsize=16)
+def setting_lines(source: str) -> tuple[tuple[int, str, tuple[tuple[str, str, str], ...]], ...]:
+    """(line number, line, what it sets: `line_knobs`) of each line of a text that sets a knob, read
+    once per text: every pool change asks again for every open document, and reading each line of a
+    200-line model file took ≈ 1.6 ms of the 10 a pool change → warnings may take (docs/benchmarks.md
+    § LSP). (Keyed by the text itself, as `query.document`'s parses: a string keeps its hash.)"""
+    found = []
+    for number, line in enumerate(split_lines(source)):
+        if len(line) <= MAX_SETTING_LINE and ("=" in line or ":" in line):
+            settings = line_knobs(line)
+            if settings:
+                found.append((number, line, settings))
+    return tuple(found)
+
+
 def knob_dead_ends(snap: Snapshot) -> list[lsp.Diagnostic]:
     """Warnings on the lines that set a knob to the value a dead end about that knob ran with."""
     severity = snap.settings.dead_end_severity
     if severity not in SEVERITY or not snap.settings.levers.knob or not len(snap.index) or _in_pool(snap):
         return []
     out = []
-    for number, line in enumerate(snap.document.lines):
-        if len(line) > MAX_SETTING_LINE or ("=" not in line and ":" not in line):
-            continue
-        for knob, value, written in line_knobs(line):
+    for number, line, settings in setting_lines(snap.document.source):
+        for knob, value, written in settings:
             for record_id, label in evidence.knob_tier(snap.index, [(knob, value, written)]):
                 record = snap.index.get(record_id)
                 if not label.startswith("same setting") or record is None or not is_dead_end(record) \
