@@ -5,11 +5,14 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timezone
 
+import pytest
+
 from soma_lsp.query import ALL_ON, Hints, Levers
 from soma_lsp.records import parse_record
 from soma_lsp.retrieval import LiveIndex, RetrievalQuery
-from soma_lsp.server.evidence import focus_order, name_stem
+from soma_lsp.server.evidence import focus_order, name_stem, names_the_word
 from soma_lsp.server.related import find_related
+from soma_lsp.server.standing import OLD_RUN_SHARE, lift
 
 NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
 OFF = Levers(**{name: False for name in Levers.names()})
@@ -148,3 +151,47 @@ def test_the_word_under_the_cursor_weighs_on_top_of_its_line():
     line = ("rope", "lr")  # the line names both; r3 (lr) scores above r1 (rope)
     assert [s.record.id for s in focus_order(ranked, line)[:2]] == ["r3", "r1"]
     assert [s.record.id for s in focus_order(ranked, line, word=("rope",))[:3]] == ["r1", "r2", "r3"]
+
+
+def named_index():
+    raw = [
+        {"id": "gelu", "name": "gelu-tanh-approximation", "finished_at": "2025-01-10T00:00:00Z",
+         "conclusion": "the tanh approximation of GELU keeps accuracy and is faster"},
+        {"id": "mlp", "name": "mlp-dropout-0.1", "status": "regressed", "finished_at": "2026-11-01T00:00:00Z",
+         "conclusion": "dropout in the mlp block costs top-1", "notes": "dropout_rate=0.1 in the dense block"},
+    ]
+    raw += [{"id": f"f{i}", "name": f"filler-{i}", "conclusion": f"unrelated run number {i}",
+             "finished_at": "2026-11-20T00:00:00Z"} for i in range(8)]
+    return LiveIndex([parse_record(r) for r in raw])
+
+
+def test_a_run_named_after_the_word_under_the_cursor_passes_the_gate_when_asked():
+    idx = named_index()
+    ask = query("mlp block dense dropout rate gelu")
+    pointed = Hints(word=("gelu",))
+    assert idx.score(ask, ["gelu"])[0].score < 0.5  # one matched word, a year old: below the gate
+    assert ids(find_related(idx, ask, (), min_score=0.5, limit=None, hints=pointed)) == ["mlp", "gelu"]
+    assert "gelu" not in ids(find_related(idx, ask, (), min_score=0.5, limit=None, hints=pointed,
+                                          levers=replace(ALL_ON, named=False)))
+    assert "gelu" not in ids(find_related(idx, ask, (), min_score=0.5, limit=None, hints=pointed, unasked=True))
+
+
+def test_names_the_word_asks_for_every_part_of_it():
+    record = parse_record({"id": "x", "name": "shared-actor-critic-torso"})
+    assert names_the_word(record, ("critic",))
+    assert names_the_word(record, ("actor", "critic", "actorcritic"))  # a CamelCase word by its parts
+    assert not names_the_word(record, ("critic", "head"))
+    assert not names_the_word(record, ())
+
+
+def test_an_old_run_gets_back_a_share_of_its_recency_in_the_gate():
+    idx = index()
+    ask = query("rope theta base context")
+    old = idx.score(ask, ["r2"])[0]  # succeeded a year before NOW: no dead end
+    assert not old.dead_end and lift(old, old_runs=False) == 0.0
+    back = lift(old, old_runs=True)
+    assert back == pytest.approx(OLD_RUN_SHARE * old.components.weights["recency"] * (1 - old.components.recency))
+    gate, alone = old.score + back / 2, replace(ALL_ON, siblings=False)  # (r2 is also r1's sibling)
+    assert "r2" in ids(find_related(idx, ask, (), min_score=gate, limit=None, levers=alone))
+    assert "r2" not in ids(find_related(idx, ask, (), min_score=gate, limit=None,
+                                        levers=replace(alone, old_runs=False)))
