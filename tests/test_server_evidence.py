@@ -10,7 +10,7 @@ import pytest
 from soma_lsp.query import ALL_ON, Hints, Levers
 from soma_lsp.records import parse_record
 from soma_lsp.retrieval import LiveIndex, RetrievalQuery
-from soma_lsp.server.evidence import focus_order, name_stem, names_the_word
+from soma_lsp.server.evidence import focus_order, name_stem, names_the_word, with_forms
 from soma_lsp.server.related import find_related
 from soma_lsp.server.standing import OLD_RUN_SHARE, lift
 
@@ -195,3 +195,21 @@ def test_an_old_run_gets_back_a_share_of_its_recency_in_the_gate():
     assert "r2" in ids(find_related(idx, ask, (), min_score=gate, limit=None, levers=alone))
     assert "r2" not in ids(find_related(idx, ask, (), min_score=gate, limit=None,
                                         levers=replace(alone, old_runs=False)))
+
+
+def test_a_word_the_pool_spells_otherwise_is_asked_in_its_spelling():
+    idx = LiveIndex([parse_record(r) for r in [
+        {"id": "gain", "name": "policy-output-gain-1", "status": "failed", "finished_at": "2025-01-22T00:00:00Z",
+         "conclusion": "a policy output layer initialised with gain 1 stalls learning"},
+        {"id": "dense", "name": "dense-kernel-init", "finished_at": "2026-11-01T00:00:00Z",
+         "conclusion": "dense kernel init sweep", "notes": "kernel=orthogonal"},
+    ]])
+    ask = query("mean head dense kernel initializer orthogonal")
+    expanded = with_forms(idx, ask, ("kernel", "initializer", "dense"))
+    assert expanded.text.split()[-1:] == ["initialised"]  # `kernel`, `dense`: the pool holds them as written
+    assert with_forms(idx, ask, ("kernel",)) == ask
+    near = Hints(focus=("kernel", "initializer"))
+    on = find_related(idx, ask, (), min_score=0.0, limit=None, hints=near, min_terms=1)
+    off = find_related(idx, ask, (), min_score=0.0, limit=None, hints=near, min_terms=1,
+                       levers=replace(ALL_ON, forms=False))
+    assert "gain" in ids(on) and "gain" not in ids(off)

@@ -35,6 +35,10 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
 * `named` — in find-related (asked, not a hover), a run whose name holds the word under the cursor
   (`gelu-tanh-approximation` for `gelu`) passes the score gate and moves up by `evidence.NAME_BONUS`:
   teams name a run after what it changed.
+* `forms` — a word near the cursor (its line, the word under it) that no record spells as the code
+  does is asked in the pool's spellings of it too (`initializer` → `initialised`, `normalize` →
+  `normalisation`; `word_forms`, a handful of English suffixes and -ise/-ize). Expanding every
+  word of the scope, or words the pool already holds, moved as many probes down as up.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ class Levers:
     dead_ends: bool = True
     old_runs: bool = True
     named: bool = True
+    forms: bool = True
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

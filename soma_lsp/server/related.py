@@ -136,12 +136,16 @@ def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], 
     """Ties first (scored with the same query), then the gated ranking without them, arranged by
     the levers' evidence (`arrange`, with the built query's `hints`).
 
+    With lever `forms` the query first gains the pool's spellings of the words near the cursor that
+    the pool does not hold as written (`evidence.with_forms`); ties are scored with that query too.
     `unasked`: for a hover, which must stay quiet where nothing relates: the strength gate drops weak
     ranked records there (lever `strength`), not from find-related (lenses: `worth_a_lens`).
     `limit` bounds what is returned (None: everything up to COUNT_CAP); with `count`, the gated
     ranking is read to `count_cap` to say how many there are in all. `similarity` (an embedder's,
     `server.embedder`, off by default) adds its bonus to each gated record's standing in the order."""
     tied = list(tied)
+    if levers.forms:
+        query = evidence.with_forms(index, query, hints.focus + hints.word)
     tied_ids = [t.record.id for t in tied]
     tied_scored = sorted(index.score(query, tied_ids), key=_tie_order)
     tied_set = set(tied_ids)
