@@ -5,11 +5,14 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timezone
 
+import pytest
+
 from soma_lsp.query import ALL_ON, Hints, Levers
 from soma_lsp.records import parse_record
 from soma_lsp.retrieval import LiveIndex, RetrievalQuery
-from soma_lsp.server.evidence import focus_order, name_stem
+from soma_lsp.server.evidence import focus_order, name_stem, names_the_word, with_forms
 from soma_lsp.server.related import find_related
+from soma_lsp.server.standing import OLD_RUN_SHARE, lift
 
 NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
 OFF = Levers(**{name: False for name in Levers.names()})
@@ -160,3 +163,65 @@ def test_the_settings_of_a_text_are_read_once_per_text():
                      (2, "lr = 3e-4", line_knobs("lr = 3e-4")))
     assert setting_lines("".join(text)) is found  # the same text (another string): read once
     assert setting_lines(text.replace("3e-4", "1e-3"))[1][2] == (("lr", "0.001", "1e-3"),)
+
+
+def named_index():
+    raw = [
+        {"id": "gelu", "name": "gelu-tanh-approximation", "finished_at": "2025-01-10T00:00:00Z",
+         "conclusion": "the tanh approximation of GELU keeps accuracy and is faster"},
+        {"id": "mlp", "name": "mlp-dropout-0.1", "status": "regressed", "finished_at": "2026-11-01T00:00:00Z",
+         "conclusion": "dropout in the mlp block costs top-1", "notes": "dropout_rate=0.1 in the dense block"},
+    ]
+    raw += [{"id": f"f{i}", "name": f"filler-{i}", "conclusion": f"unrelated run number {i}",
+             "finished_at": "2026-11-20T00:00:00Z"} for i in range(8)]
+    return LiveIndex([parse_record(r) for r in raw])
+
+
+def test_a_run_named_after_the_word_under_the_cursor_passes_the_gate_when_asked():
+    idx = named_index()
+    ask = query("mlp block dense dropout rate gelu")
+    pointed = Hints(word=("gelu",))
+    assert idx.score(ask, ["gelu"])[0].score < 0.5  # one matched word, a year old: below the gate
+    assert ids(find_related(idx, ask, (), min_score=0.5, limit=None, hints=pointed)) == ["mlp", "gelu"]
+    assert "gelu" not in ids(find_related(idx, ask, (), min_score=0.5, limit=None, hints=pointed,
+                                          levers=replace(ALL_ON, named=False)))
+    assert "gelu" not in ids(find_related(idx, ask, (), min_score=0.5, limit=None, hints=pointed, unasked=True))
+
+
+def test_names_the_word_asks_for_every_part_of_it():
+    record = parse_record({"id": "x", "name": "shared-actor-critic-torso"})
+    assert names_the_word(record, ("critic",))
+    assert names_the_word(record, ("actor", "critic", "actorcritic"))  # a CamelCase word by its parts
+    assert not names_the_word(record, ("critic", "head"))
+    assert not names_the_word(record, ())
+
+
+def test_an_old_run_gets_back_a_share_of_its_recency_in_the_gate():
+    idx = index()
+    ask = query("rope theta base context")
+    old = idx.score(ask, ["r2"])[0]  # succeeded a year before NOW: no dead end
+    assert not old.dead_end and lift(old, old_runs=False) == 0.0
+    back = lift(old, old_runs=True)
+    assert back == pytest.approx(OLD_RUN_SHARE * old.components.weights["recency"] * (1 - old.components.recency))
+    gate, alone = old.score + back / 2, replace(ALL_ON, siblings=False)  # (r2 is also r1's sibling)
+    assert "r2" in ids(find_related(idx, ask, (), min_score=gate, limit=None, levers=alone))
+    assert "r2" not in ids(find_related(idx, ask, (), min_score=gate, limit=None,
+                                        levers=replace(alone, old_runs=False)))
+
+
+def test_a_word_the_pool_spells_otherwise_is_asked_in_its_spelling():
+    idx = LiveIndex([parse_record(r) for r in [
+        {"id": "gain", "name": "policy-output-gain-1", "status": "failed", "finished_at": "2025-01-22T00:00:00Z",
+         "conclusion": "a policy output layer initialised with gain 1 stalls learning"},
+        {"id": "dense", "name": "dense-kernel-init", "finished_at": "2026-11-01T00:00:00Z",
+         "conclusion": "dense kernel init sweep", "notes": "kernel=orthogonal"},
+    ]])
+    ask = query("mean head dense kernel initializer orthogonal")
+    expanded = with_forms(idx, ask, ("kernel", "initializer", "dense"))
+    assert expanded.text.split()[-1:] == ["initialised"]  # `kernel`, `dense`: the pool holds them as written
+    assert with_forms(idx, ask, ("kernel",)) == ask
+    near = Hints(focus=("kernel", "initializer"))
+    on = find_related(idx, ask, (), min_score=0.0, limit=None, hints=near, min_terms=1)
+    off = find_related(idx, ask, (), min_score=0.0, limit=None, hints=near, min_terms=1,
+                       levers=replace(ALL_ON, forms=False))
+    assert "gain" in ids(on) and "gain" not in ids(off)

@@ -30,6 +30,15 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
 * `dead_ends` — a dead end does not age: the gate and the order read a dead end's score with the
   recency it lost given back (`soma_lsp.server.standing`), so a year-old dead end that matches
   as well as last week's run is shown beside it.
+* `old_runs` — any other run ages less: the gate and the order give it back a quarter of the
+  recency it lost (`standing.OLD_RUN_SHARE`) — the run that set today's value long ago still bears on it.
+* `named` — in find-related (asked, not a hover), a run whose name holds the word under the cursor
+  (`gelu-tanh-approximation` for `gelu`) passes the score gate and moves up by `evidence.NAME_BONUS`:
+  teams name a run after what it changed.
+* `forms` — a word near the cursor (its line, the word under it) that no record spells as the code
+  does is asked in the pool's spellings of it too (`initializer` → `initialised`, `normalize` →
+  `normalisation`; `word_forms`, a handful of English suffixes and -ise/-ize). Expanding every
+  word of the scope, or words the pool already holds, moved as many probes down as up.
 """
 
 from __future__ import annotations
@@ -46,6 +55,9 @@ class Levers:
     knob: bool = True
     siblings: bool = True
     dead_ends: bool = True
+    old_runs: bool = True
+    named: bool = True
+    forms: bool = True
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

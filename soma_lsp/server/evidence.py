@@ -16,6 +16,9 @@ core's ranking (docs/spec.md §2) — only which ranked records pass and in what
   value (equal as numbers, `soma_lsp.knobs`) is strong evidence: it comes right after the ties,
   labelled "same setting: rope_theta = 1e6"; records that set the same knob to another value (the
   other arms of that sweep) follow it.
+* **forms** (`with_forms`): a word near the cursor that the pool never spells as the code does
+  (`initializer`, `normalize`) is asked in the pool's spellings of it too (`initialised`,
+  `normalisation`; `soma_lsp.query.word_forms`).
 * **siblings** (`siblings_of`): records of the same experiment as a tied or top-ranked record — the
   same name stem (`lr-3e-4-1b` ~ `lr-1e-3-1b`), or one naming the other ("re-run of rope-theta-1m")
   — follow it, labelled "sibling of …": who must see one must see its siblings.
@@ -30,13 +33,14 @@ import threading
 import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import foreground
 from ..gcpause import collector_paused
 from ..knobs import knob_settings
 from ..records import Record
-from ..retrieval import LiveIndex, ScoredRecord
+from ..query.word_forms import forms
+from ..retrieval import LiveIndex, RetrievalQuery, ScoredRecord, tokenize
 
 #: Summed idf of the matched terms a ranked record needs to be shown unasked (lever `strength`), in
 #: units of the idf of a word only one record holds — so the bar means the same in a pool of 20
@@ -49,6 +53,38 @@ FOCUS_BONUS = 0.80
 #: … and a match of the word under the cursor, on top (tuned on the tune probes: 0.1 / 0.2 / 0.3 gave
 #: tune nDCG@5 0.801 / 0.804 / 0.804 against 0.800 without).
 WORD_BONUS = 0.20
+
+
+#: How far a run whose name holds the word under the cursor moves up in find-related (lever `named`),
+#: in score units (tuned on the tune probes: 0.2 / 0.3 / 0.5 / 0.8 / 1.2 gave tune nDCG@5 0.813 / 0.813 /
+#: 0.819 / 0.819 / 0.819, the same R@3 0.843).
+NAME_BONUS = 0.5
+
+
+def names_the_word(record: Record, word: Sequence[str]) -> bool:
+    """Whether a run's name holds every part of the word under the cursor (its terms of two letters or
+    more, a CamelCase word's joined run left out): `gelu-tanh-approximation` for `gelu`,
+    `shared-actor-critic-torso` for `Critic` — teams name a run after what it changed."""
+    parts = [t for t in word if len(t) > 1]
+    parts = [t for t in parts if not any(t != u and t.startswith(u) for u in parts)]
+    return bool(parts) and set(parts) <= set(tokenize(record.name))
+
+
+def with_forms(index: LiveIndex, query: RetrievalQuery, near: Sequence[str]) -> RetrievalQuery:
+    """The query with the pool's spellings of the words near the cursor (`near`: its line's terms and
+    the word's) that no record holds as written (lever `forms`): `initializer` on the line asks for
+    `initialised` too when a note says so. A word the pool already holds is not expanded — its
+    other forms would pull in records about neighbouring ideas (expanding every form of the scope's
+    words cost tune R@3, docs/benchmarks.md § Quality)."""
+    present = set(tokenize(query.text))
+    own = index.idf_of(near)
+    missing = [t for t in dict.fromkeys(near) if own.get(t, 0.0) == 0.0]
+    candidates = list(dict.fromkeys(f for t in missing for f in forms(t) if f not in present))
+    held = index.idf_of(candidates)
+    extra = [f for f in candidates if held.get(f, 0.0) > 0.0]
+    if not extra:
+        return query
+    return replace(query, text=f"{query.text} {' '.join(extra)}")
 
 
 def strength(scored: ScoredRecord, idf: dict[str, float], aliases: Sequence[Sequence[str]] = ()) -> float:
@@ -357,4 +393,4 @@ def siblings_of(index: LiveIndex, anchors: Iterable[Record], exclude: set[str]) 
     return list(out.items())
 
 
-__all__ = ["FOCUS_BONUS", "MIN_STRENGTH", "WORD_BONUS", "focus_order", "is_about", "knob_front", "knob_tier", "name_stem", "siblings_of", "strong"]
+__all__ = ["FOCUS_BONUS", "MIN_STRENGTH", "NAME_BONUS", "WORD_BONUS", "focus_order", "is_about", "knob_front", "knob_tier", "name_stem", "names_the_word", "siblings_of", "strong", "with_forms"]

@@ -136,28 +136,37 @@ def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], 
     """Ties first (scored with the same query), then the gated ranking without them, arranged by
     the levers' evidence (`arrange`, with the built query's `hints`).
 
+    With lever `forms` the query first gains the pool's spellings of the words near the cursor that
+    the pool does not hold as written (`evidence.with_forms`); ties are scored with that query too.
     `unasked`: for a hover, which must stay quiet where nothing relates: the strength gate drops weak
     ranked records there (lever `strength`), not from find-related (lenses: `worth_a_lens`).
     `limit` bounds what is returned (None: everything up to COUNT_CAP); with `count`, the gated
     ranking is read to `count_cap` to say how many there are in all. `similarity` (an embedder's,
     `server.embedder`, off by default) adds its bonus to each gated record's standing in the order."""
     tied = list(tied)
+    if levers.forms:
+        query = evidence.with_forms(index, query, hints.focus + hints.word)
     tied_ids = [t.record.id for t in tied]
     tied_scored = sorted(index.score(query, tied_ids), key=_tie_order)
     tied_set = set(tied_ids)
     want = count_cap if (count or limit is None) else max(0, limit - len(tied_scored))
     read = count_cap if levers.strength and unasked else want  # the strength gate may drop some: read on
-    floor = max(0.0, min_score - max_lift(query.weights)) if levers.dead_ends and min_score > 0 else min_score
+    lifted = levers.dead_ends or levers.old_runs or levers.named
+    floor = max(0.0, min_score - max_lift(query.weights)) if lifted and min_score > 0 else min_score
     ranked_all = index.rank(_with_limit(query, max(want, read) + len(tied_set)), relevant_only=True,
                             min_score=floor)
     pointed = hints.word if levers.cursor and not unasked else ()
+    named = {s.record.id for s in ranked_all if evidence.names_the_word(s.record, pointed)} if levers.named else set()
+
+    def stands(s: ScoredRecord) -> float:
+        return standing(s, levers.dead_ends, levers.old_runs)
     ranked = [s for s in ranked_all if s.record.id not in tied_set and has_evidence(s, min_terms, pointed)
-              and standing(s, levers.dead_ends) >= min_score]
+              and (stands(s) >= min_score or s.record.id in named)]
     bonus = similarity(ranked) if similarity is not None else {}
 
     def order(s: ScoredRecord) -> float:
-        return standing(s, levers.dead_ends) + bonus.get(s.record.id, 0.0)
-    if levers.dead_ends or bonus:
+        return stands(s) + bonus.get(s.record.id, 0.0) + (evidence.NAME_BONUS if s.record.id in named else 0.0)
+    if lifted or bonus:
         ranked.sort(key=lambda s: (-order(s), s.record.id))
     capped = len(ranked_all) >= want + len(tied_set) and want > 0
     ranked, labels = arrange(index, query, tied_scored, ranked, gate=unasked and min_terms > 1,
