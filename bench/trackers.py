@@ -15,7 +15,8 @@ a ratio is taken within its round (median, min–max); the server's, best of `--
 * new run visible: a run inserted (rows committed by another connection) while `TrackerFollower` polls
   the database (every 0.5 s): time until the pool has it (median of 5); the same for a run folder
   renamed into a watched file store (`fixtures/workspace/mlruns`);
-* server: `mlflow server` over a copy of an M-run store; first load over REST, and one poll's requests
+* server: `mlflow server` over a copy of an M-run store, once per `--workers` count (MLflow's default is
+  4, as a team runs it; 1 shows what one worker costs); first load over REST, and one poll's requests
   and time when nothing is new.
 """
 
@@ -32,6 +33,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -123,29 +125,34 @@ print(json.dumps({"median": sorted(times)[2], "max": max(times)}))
 """
 
 REST = """
-import json, sys, time
+import json, sys, threading, time
 from soma_lsp.pool import LivePool
 from soma_lsp.pool.trackers import mlflow_rest
 from soma_lsp.retrieval import LiveIndex
-waited = [0.0]  # time in requests, less the decoding of their answers: the server's and the wire's share
+# the time at least one request is waiting for the server's answer (from the request to its body
+# read, before decoding): requests overlap (mlflow_rest.CONCURRENCY), so their union, not their sum
+asked, waits, lock = threading.local(), [], threading.Lock()
 post, decode = mlflow_rest.TrackingServer._post, mlflow_rest._decode
 def timed_post(self, *args):
-    t = time.perf_counter(); decoded = [0.0]
-    def timed_decode(body):
-        d = time.perf_counter(); value = decode(body); decoded[0] += time.perf_counter() - d; return value
-    mlflow_rest._decode = timed_decode
-    try:
-        return post(self, *args)
-    finally:
-        mlflow_rest._decode = decode
-        waited[0] += time.perf_counter() - t - decoded[0]
-mlflow_rest.TrackingServer._post = timed_post
+    asked.at = time.perf_counter()
+    return post(self, *args)
+def timed_decode(body):
+    with lock:
+        waits.append((asked.at, time.perf_counter()))
+    return decode(body)
+mlflow_rest.TrackingServer._post, mlflow_rest._decode = timed_post, timed_decode
+def union(intervals):
+    total, end = 0.0, float("-inf")
+    for a, b in sorted(intervals):
+        total += max(0.0, b - max(a, end))
+        end = max(end, b)
+    return total
 t = time.perf_counter()
 pool = LivePool([sys.argv[1]], LiveIndex())
 pool.load()
 seconds = time.perf_counter() - t
 (source,) = pool.trackers
-requests, server_seconds = source.requests, waited[0]
+requests, server_seconds = source.requests, union(waits)
 before = source.requests
 t = time.perf_counter()
 problem = pool.sync_tracker(source, "poll")
@@ -176,13 +183,13 @@ def median(results: list[list[dict]], i: int) -> dict:
     return sorted((r[i] for r in results), key=lambda r: r["seconds"])[len(results) // 2]
 
 
-def serve(db: Path, home: Path):
+def serve(db: Path, home: Path, workers: int):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = dict(ENV, HOME=str(home), MLFLOW_DISABLE_TELEMETRY="true", DO_NOT_TRACK="1")
     process = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{db}",
-                                "--host", "127.0.0.1", "--port", str(port), "--workers", "1"], env=env, cwd=home,
+                                "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)], env=env, cwd=home,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):
@@ -194,11 +201,25 @@ def serve(db: Path, home: Path):
     raise RuntimeError("mlflow server did not start")
 
 
+def warm(url: str, workers: int) -> None:
+    """A worker's first request imports lazily (seconds): 2 × `workers` requests at once, so that each
+    worker has most likely answered one before anything is timed (the best of `--repeat` too)."""
+    def ask(_):
+        request = urllib.request.Request(url + "/api/2.0/mlflow/runs/search", method="POST",
+                                         data=b'{"experiment_ids": ["0", "1"], "max_results": 10}',
+                                         headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(request, timeout=300).close()
+    with ThreadPoolExecutor(2 * workers) as pool:
+        list(pool.map(ask, range(2 * workers)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=100_000, help="runs in the SQLite store")
     parser.add_argument("--m", type=int, default=10_000, help="runs behind the tracking server")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--workers", default="1,4", help="the tracking server's worker processes, one server "
+                        "each (comma-separated; MLflow's default is 4)")
     parser.add_argument("--pools", type=Path, help="keep the N-run store here and reuse it (`_stores.mlflow_sqlite`)")
     args = parser.parse_args()
     scratch = REPO / ".cache" / "bench"  # (gitignored) big generated data stays in the checkout
@@ -221,15 +242,15 @@ def main() -> None:
         files_latency = child(FILES_LATENCY, str(store))
         small = tmp / "server.db"
         write_mlflow_store(small, args.m, tmp)
-        process, url = serve(small, tmp)
-        try:
-            warm = urllib.request.Request(url + "/api/2.0/mlflow/experiments/search", data=b'{"max_results": 10}',
-                                          headers={"Content-Type": "application/json"}, method="POST")
-            urllib.request.urlopen(warm, timeout=120).close()  # the server's first request imports lazily
-            rest = best(args.repeat, REST, url)
-        finally:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(30)
+        rest = {}
+        for workers in map(int, args.workers.split(",")):
+            process, url = serve(small, tmp, workers)
+            try:
+                warm(url, workers)
+                rest[workers] = best(args.repeat, REST, url)
+            finally:
+                os.killpg(process.pid, signal.SIGTERM)
+                process.wait(30)
         shutil.rmtree(cache, ignore_errors=True)
     b = baseline["seconds"]
     print(describe_machine())
@@ -245,15 +266,15 @@ def main() -> None:
           f"{latency['median']:.2f} / {latency['max']:.2f} | |")
     print(f"| new run visible in a file store (`mlruns/`, watched; median / max of 5) | "
           f"{files_latency['median']:.2f} / {files_latency['max']:.2f} | |")
-    client = rest["seconds"] - rest["server_seconds"]
-    print(f"| tracking server: first load over REST ({rest['records']:,} records, {rest['requests']} requests) | "
-          f"{rest['seconds']:.2f} | |")
-    print(f"| … of which waiting for the server / the client's own work | {rest['server_seconds']:.2f} / "
-          f"{client:.2f} ({client / rest['seconds']:.0%}) | |")
-    print(f"| tracking server: a poll that finds nothing ({rest['poll_requests']} requests) | "
-          f"{rest['poll_seconds']:.3f} | |")
-    if rest["problem"]:
-        print(f"(the server reported: {rest['problem']})")
+    for workers, run in rest.items():
+        client = run["seconds"] - run["server_seconds"]
+        print(f"| tracking server, {workers} worker{'s' if workers > 1 else ''}: first load over REST "
+              f"({run['records']:,} records, {run['requests']} requests; best of {args.repeat}) | {run['seconds']:.2f} | |")
+        print(f"| … of which a request waiting for the server / the client alone | {run['server_seconds']:.2f} / "
+              f"{client:.2f} ({client / run['seconds']:.0%}) | |")
+        print(f"| … a poll that finds nothing ({run['poll_requests']} requests) | {run['poll_seconds']:.3f} | |")
+        if run["problem"]:
+            print(f"(the server reported: {run['problem']})")
 
 
 if __name__ == "__main__":

@@ -12,9 +12,11 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from soma_lsp.pool import pool_roots
-from soma_lsp.pool.trackers import TrackingServer, split_entries
+from soma_lsp.pool.trackers import TrackingServer, mlflow_rest, split_entries
 from soma_lsp.pool.trackers.follow import TrackerFollower
 from soma_lsp.records import Status
 from soma_lsp.retrieval import dead_end_reason
@@ -204,11 +206,42 @@ def test_a_page_that_times_out_is_asked_again_at_half_the_size(fake):
     fake.total, fake.slow_above, fake.delay, fake.sizes = 1200, 300, 2.0, []
     source.timeout = 0.5
     assert pool.sync_tracker(source) is None and len(pool) == 1200
-    assert fake.sizes == [1000, 500, 250, 250, 250, 250, 250]
+    # (the 1: the oldest run's start time; the fake's runs all started in one millisecond, so the rest
+    # is read on page after page, not in windows of start time)
+    assert fake.sizes == [1000, 500, 250, 1, 250, 250, 250, 250]
     fake.slow_above = 0  # too slow even for the smallest page: reported, the runs kept
     message = pool.sync_tracker(source)
     assert message == f"the MLflow tracking server {fake.url} did not answer within 0.5 s" and len(pool) == 1200
     assert fake.sizes[-1] == 50
+
+
+def test_a_store_of_many_pages_is_read_in_windows_of_start_time_and_whole(worker, mlflow_server, monkeypatch):
+    """Pages of 2 runs: the newest page, the oldest run, then windows of start time read concurrently
+    (`attributes.start_time` filters on the real server) — every run once, the same records as one
+    page after another would give."""
+    for i in range(7):
+        worker("mlflow_run", uri=mlflow_server, experiment="rest-windows", name=f"windowed-{i}")
+    whole = pool_of(mlflow_server)
+    monkeypatch.setattr(mlflow_rest, "PAGE", 2)
+    windowed = pool_of(mlflow_server)
+    (source,) = windowed.trackers
+    assert len(windowed) == len(whole) >= 7
+    assert {r.id: r for r in windowed.records()} == {r.id: r for r in whole.records()}
+    # experiments, the newest page, the oldest run, then at least CONCURRENCY windows
+    assert source.requests >= 3 + mlflow_rest.CONCURRENCY
+
+
+@given(st.integers(0, 10**13), st.integers(0, 10**7), st.integers(0, 10**7), st.integers(1, 1000))
+def test_windows_cover_every_start_time_left_once(oldest, below_edge, above_edge, runs):
+    edge = oldest + below_edge
+    windows = mlflow_rest._windows(oldest, edge + above_edge, edge, runs)
+    assert windows[0][0] is None and windows[-1][1] == edge  # open below; up to the first page's edge
+    assert 1 <= len(windows) <= mlflow_rest.MAX_WINDOWS
+    for (_, high), (low, _) in zip(windows, windows[1:]):
+        assert low == high + 1  # consecutive, no start time twice or never
+    assert all(low is None or low <= high for low, high in windows)
+    if below_edge >= mlflow_rest.CONCURRENCY:
+        assert len(windows) >= mlflow_rest.CONCURRENCY  # as many as requests in flight, at least
 
 
 def test_nan_metrics_from_the_server_are_kept(worker, mlflow_server):

@@ -1,11 +1,15 @@
 """An MLflow tracking server (`http://host:port`, `https://…`) over its REST API, with the standard library.
 
 A full scan pages through `POST api/2.0/mlflow/experiments/search` and `runs/search` (`page_token`),
-active experiments and runs only. Between full scans the follower polls (`scan("poll")`): three small
-requests — the experiments (a new one means a full scan), runs started after the newest start seen,
-runs ended after the newest end seen — so a poll that finds nothing new costs three requests whatever
-the pool's size. Tag and note edits and deletions touch no time MLflow can filter on; the periodic full
-scan catches them.
+active experiments and runs only. A server answers one page in time proportional to its runs (≈ 0.7
+ms a run for MLflow's own), and a team's server runs several workers (MLflow's default: 4), so a
+store of more than one page is read `CONCURRENCY` requests at a time: the newest page first, then the
+oldest run's start time (one run), then the start times between cut into windows
+(`attributes.start_time` ranges, which every MLflow server filters on), each paged on its own.
+Between full scans the follower polls (`scan("poll")`): three small requests — the experiments (a new
+one means a full scan), runs started after the newest start seen, runs ended after the newest end
+seen — so a poll that finds nothing new costs three requests whatever the pool's size. Tag and note
+edits and deletions touch no time MLflow can filter on; the periodic full scan catches them.
 
 Credentials as MLflow's own client takes them: `MLFLOW_TRACKING_TOKEN` (bearer), else
 `MLFLOW_TRACKING_USERNAME` / `MLFLOW_TRACKING_PASSWORD` (basic). They go only into the request header,
@@ -22,9 +26,11 @@ import math
 import os
 import socket
 import ssl
+import threading
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import orjson
@@ -37,6 +43,13 @@ TIMEOUT_SECONDS = 30.0  # per request
 #: A page that times out is asked again at half the size (down to `MIN_PAGE`) before the server is
 #: reported slow: a loaded server still answers, in smaller pieces.
 PAGE, MIN_PAGE = 1000, 50
+#: requests in flight at once while a store of many pages is read (a server with fewer workers queues
+#: them: no slower than one at a time)
+CONCURRENCY = 4
+#: a window of start times is cut to hold about this share of a page, so that most windows take one
+#: request (the first page's runs per millisecond estimate the rest), and at most this many windows
+WINDOW_SHARE, MAX_WINDOWS = 0.5, 4 * CONCURRENCY
+NEWEST_FIRST, OLDEST_FIRST = "attributes.start_time DESC", "attributes.start_time ASC"
 #: how MLflow (protobuf's JSON) writes the floats JSON has no number for
 SPECIAL = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
@@ -69,6 +82,7 @@ class TrackingServer(TrackerSource):
         self._newest_start = 0
         self._newest_end = 0
         self.requests = 0  # requests made (what a poll costs is measured by tests)
+        self._counting = threading.Lock()  # (requests are made from several threads)
 
     def run_url(self, experiment_id: str, run_id: str) -> str:
         return f"{self.prefix}{experiment_id}/runs/{run_id}"
@@ -78,7 +92,8 @@ class TrackingServer(TrackerSource):
     def _post(self, endpoint: str, body: dict) -> dict:
         request = urllib.request.Request(f"{self.base}/api/2.0/mlflow/{endpoint}", data=orjson.dumps(body),
                                          headers=self._headers, method="POST")
-        self.requests += 1
+        with self._counting:
+            self.requests += 1
         try:
             with self._opener.open(request, timeout=self.timeout) as response:
                 return _decode(response.read())
@@ -110,22 +125,28 @@ class TrackingServer(TrackerSource):
             (f": {detail[:200]}" if detail else "")
 
     def _pages(self, endpoint: str, body: dict, items: str) -> list[dict]:
-        """Every item, page after page (`page_token`); a page that times out is asked again at half
-        the size (a page token holds the offset, not the size, so the pages still join up)."""
+        """Every item, page after page (`page_token`)."""
         found, token, size = [], None, body["max_results"]
         while True:
+            page, token, size = self._page(endpoint, body, items, token, size)
+            found.extend(page)
+            if not token:
+                return found
+
+    def _page(self, endpoint: str, body: dict, items: str, token: str | None, size: int
+              ) -> tuple[list[dict], str | None, int]:
+        """One page: its items, the next page's token (None: the last) and the size it was asked at —
+        a page that times out is asked again at half the size (a page token holds the offset, not
+        the size, so the pages still join up)."""
+        while True:
             try:
-                page = {**body, "max_results": size, **({"page_token": token} if token else {})}
-                answer = self._post(endpoint, page)
+                answer = self._post(endpoint, {**body, "max_results": size, **({"page_token": token} if token else {})})
             except Slow:
                 if size <= MIN_PAGE:
                     raise
                 size = max(size // 2, MIN_PAGE)
                 continue
-            found.extend(answer.get(items, ()))
-            token = answer.get("next_page_token")
-            if not token:
-                return found
+            return answer.get(items, []), answer.get("next_page_token") or None, size
 
     # -- scanning --------------------------------------------------------------------------------
 
@@ -135,19 +156,45 @@ class TrackingServer(TrackerSource):
         if hint == "poll" and experiments == self._experiments:
             runs = []
             for field, newest in (("start_time", self._newest_start), ("end_time", self._newest_end)):
-                runs += self._runs(experiments, f"attributes.{field} > {newest}")
+                for page in self._runs(experiments, f"attributes.{field} > {newest}"):
+                    runs += page
             found = self._found(runs, experiments)
             return Scan(found, lambda key: False)  # a poll sees only what is new: nothing is gone
         self._experiments = experiments
-        return Scan(self._found(self._runs(experiments, ""), experiments), everything)
+        found = {}
+        for page in self._runs(experiments, ""):  # (each page's runs taken in while the next are asked)
+            found.update(self._found(page, experiments))
+        return Scan(found, everything)
 
-    def _runs(self, experiments: dict[str, str], where: str) -> list[dict]:
+    def _runs(self, experiments: dict[str, str], where: str) -> Iterator[list[dict]]:
+        """The active runs of `experiments` (matching `where`), a page or a window at a time: the
+        newest page; if there are more, the rest in windows of start time read `CONCURRENCY` at once
+        (`_windows`). A run at the edge of the first page may come twice (keyed by id after)."""
         if not experiments:
-            return []
-        body = {"experiment_ids": sorted(experiments), "max_results": PAGE, "run_view_type": "ACTIVE_ONLY"}
-        if where:
-            body["filter"] = where
-        return self._pages("runs/search", body, "runs")
+            return
+        body = {"experiment_ids": sorted(experiments), "max_results": PAGE, "run_view_type": "ACTIVE_ONLY",
+                "order_by": [NEWEST_FIRST]}
+        runs, token, size = self._page("runs/search", _where(body, where), "runs", None, PAGE)
+        yield runs
+        if not token:
+            return
+        oldest, _, _ = self._page("runs/search", {**_where(body, where), "order_by": [OLDEST_FIRST]}, "runs", None, 1)
+        windows = _windows(_start(oldest[0]) if oldest else 0, _start(runs[0]), _start(runs[-1]), len(runs))
+        if len(windows) < 2:  # (the rest started within one millisecond: read on, one page at a time)
+            while token:
+                runs, token, size = self._page("runs/search", _where(body, where), "runs", token, size)
+                yield runs
+            return
+        body["max_results"] = size
+        with ThreadPoolExecutor(CONCURRENCY, thread_name_prefix="soma-mlflow") as workers:
+            pending = [workers.submit(self._pages, "runs/search", _where(body, where, window), "runs")
+                       for window in windows]
+            try:
+                for future in pending:
+                    yield future.result()
+            finally:  # (a failed window: the others not begun are not asked)
+                for future in pending:
+                    future.cancel()
 
     def _found(self, runs: list[dict], experiments: dict[str, str]) -> dict:
         found = {}
@@ -158,12 +205,12 @@ class TrackingServer(TrackerSource):
                 continue
             self._newest_start = max(self._newest_start, int(info.get("start_time") or 0))
             self._newest_end = max(self._newest_end, int(info.get("end_time") or 0))
-            key = self.run_url(experiment_id, run_id)
-            found[key] = (fingerprint(orjson.dumps(raw, option=orjson.OPT_SORT_KEYS), experiments[experiment_id]),
-                          lambda key=key, raw=raw, name=experiments[experiment_id]: self._load(key, raw, name))
+            key, experiment = self.run_url(experiment_id, run_id), experiments[experiment_id]
+            stamp = fingerprint(orjson.dumps(raw, option=orjson.OPT_SORT_KEYS), experiment)
+            found[key] = (stamp, lambda key=key, raw=raw, name=experiment, stamp=stamp: self._load(key, raw, name, stamp))
         return found
 
-    def _load(self, key: str, raw: dict, experiment: str):
+    def _load(self, key: str, raw: dict, experiment: str, stamp: tuple):
         info, data = raw.get("info", {}), raw.get("data", {})
         pairs = lambda name: {item["key"]: item.get("value", "") for item in data.get(name, ()) if "key" in item}  # noqa: E731
         run = Run(id=info.get("run_id") or info.get("run_uuid"), name=info.get("run_name") or None,
@@ -172,7 +219,36 @@ class TrackingServer(TrackerSource):
                   metrics={m["key"]: _number(m.get("value")) for m in data.get("metrics", ())
                            if "key" in m and _number(m.get("value")) is not None},
                   url=key, origin=f"{self.kind} {self.base} · experiment {experiment}")
-        return run_load(key, run, fingerprint(orjson.dumps(raw, option=orjson.OPT_SORT_KEYS), experiment))
+        return run_load(key, run, stamp)
+
+
+def _where(body: dict, where: str, window: tuple[int | None, int] | None = None) -> dict:
+    """`body` with `where` as its filter, and-ed with a window of start times (`_windows`)."""
+    clauses = [where] if where else []
+    if window is not None:
+        low, high = window
+        clauses += ([f"attributes.start_time >= {low}"] if low is not None else []) + \
+            [f"attributes.start_time <= {high}"]
+    return {**body, "filter": " AND ".join(clauses)} if clauses else body
+
+
+def _windows(oldest: int, newest: int, edge: int, runs: int) -> list[tuple[int | None, int]]:
+    """The start times not read yet — from `oldest` up to the first page's `edge` (its runs, `runs` of
+    them, started from `edge` to `newest`), edge included, as a run there may not all be on the page —
+    cut into consecutive windows (inclusive, in milliseconds), enough for each to hold about
+    `WINDOW_SHARE` of a page if the rest is as dense as the first page; the first window is open
+    below (whatever started before the oldest run seen is read too)."""
+    span = edge - oldest + 1
+    if span < 2:
+        return [(None, edge)]
+    density = runs / max(newest - edge, 1)  # runs per millisecond in the first page
+    count = min(max(CONCURRENCY, math.ceil(density * span / (WINDOW_SHARE * PAGE))), MAX_WINDOWS, span)
+    cuts = [oldest + span * i // count for i in range(count + 1)]
+    return [(None if i == 0 else cuts[i], cuts[i + 1] - 1) for i in range(count)]
+
+
+def _start(raw: dict) -> int:
+    return _ms(raw.get("info", {}).get("start_time")) or 0
 
 
 class Slow(TrackerError):
