@@ -281,9 +281,8 @@ or a watched pool change is being handled (`soma_lsp/foreground.py`); the first 
 refreshes the open documents at once (later ones of the burst at most every 0.1 s) and the watcher ends
 a burst 1–2 ms after its last event (a step of 1 ms). A pool change's warnings read the knob lines of
 each open text once per text, and background loops step aside every 4 records: what still grows with
-N is the index's update (arrays over the whole vocabulary, ≈ 1 ms at 100k) and, for a change that
-arrives while the levers' table of a big pool is still being built after its load, that build (it
-holds the interpreter when the watcher wakes: ≈ +3 ms median at 100k, load ≈ 9)."""
+N is, for a change that arrives while the levers' table of a big pool is still being built after its
+load, that build (it holds the interpreter when the watcher wakes: ≈ +3 ms median at 100k, load ≈ 9)."""
 
 
 # -- the first load (--first-load) -----------------------------------------------------------------------
