@@ -103,8 +103,10 @@ async def test_during_the_first_load_requests_answer_at_once_from_the_records_so
     other = await start_session("visual-studio-code", init_options=options, workspace=plain)
     expected = await other.command(FIND, {"text": "rope theta attention", "limit": 20})
     # The same ranking, scores equal but for float rounding (the postings are summed in other segments)
-    # and the minutes between the two sessions (recency): near-ties may swap places, even at the cut
-    assert [r["score"] for r in loaded] == pytest.approx([r["score"] for r in expected], rel=1e-4)
+    # and the minutes between the two sessions (recency): near-ties may swap places, even at the cut —
+    # and the list is in the server's standing order (levers dead_ends, old_runs: score + recency given
+    # back), so a near-tie of standing swaps two records of different scores: scores compared as a set
+    assert sorted(r["score"] for r in loaded) == pytest.approx(sorted(r["score"] for r in expected), rel=1e-4)
     assert {r["id"] for r in loaded[:15]} <= {r["id"] for r in expected}
     assert [lens.command.title for lens in lenses] == [lens.command.title for lens in await other.lenses(
         other.open(TRANSFORMER))]
