@@ -170,3 +170,22 @@ def test_a_nan_metric_stays_nan(worker, tmp_path):
                  tags={"soma.baseline.val_loss": "3.3", "soma.goal.val_loss": "min"})["run_id"]
     (metric,) = pool_of(sqlite_uri(db)).get(run).metrics
     assert metric.value != metric.value and metric.moved_wrong_way is True  # NaN, not MLflow's stored 0
+
+
+def test_a_runs_tags_params_and_metrics_come_in_key_order_whatever_order_they_were_written(worker, tmp_path):
+    """SQLite hands a run's rows over in its `run_uuid` index's order (the order they were written);
+    the record lists them by key, as the file store and the server give them."""
+    db = tmp_path / "mlflow.db"
+    failed, _ = two_runs(worker, db)
+    with sqlite3.connect(db) as c:  # written after the client's rows, last keys first
+        c.executemany("INSERT INTO tags (key, value, run_uuid) VALUES (?, ?, ?)",
+                      [("zeta", "1", failed), ("alpha", "2", failed)])
+        c.executemany("INSERT INTO params (key, value, run_uuid) VALUES (?, ?, ?)",
+                      [("zz_width", "8", failed), ("aa_depth", "4", failed)])
+        c.executemany("INSERT INTO latest_metrics (key, value, timestamp, step, is_nan, run_uuid) "
+                      "VALUES (?, ?, 0, 0, 0, ?)", [("zz_acc", 0.5, failed), ("aa_ppl", 9.0, failed)])
+    record = pool_of(sqlite_uri(db)).get(failed)
+    assert record.tags == ("alpha=2", "zeta=1")
+    assert [metric.name for metric in record.metrics] == ["aa_ppl", "val_loss", "zz_acc"]
+    words = record.notes.split()
+    assert words.index("aa_depth=4") < words.index("rope_theta=500000") < words.index("zz_width=8")

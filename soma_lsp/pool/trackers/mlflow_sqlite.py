@@ -37,18 +37,18 @@ cbc13b556ace cc1f77228345 cfd24bdc0731 d0e1f2a3b4c5 d3e4f5a6b7c8 da6fb0208061 dc
 df50e92ffc5e e1f2a3b4c5d6 f5a4f2784254
 """.split())
 
-#: every active run with its tags, params and latest metrics, each as a JSON array of [key, value] pairs in
-#: key order, built by SQLite: a run is one row, fingerprinted as it comes, and only the runs whose row
-#: changed are parsed and mapped. Metric values go as 17 significant digits (exact), NaN as "nan"
-#: (MLflow stores NaN as 0 with `is_nan` set).
+#: every active run with its tags, params and latest metrics, each as a JSON array of [key, value] pairs,
+#: built by SQLite: a run is one row, fingerprinted as it comes, and only the runs whose row changed are
+#: parsed and mapped. Metric values go as 17 significant digits (exact), NaN as "nan" (MLflow stores NaN
+#: as 0 with `is_nan` set). The pairs come in the order of MLflow's `run_uuid` indexes (stable while the
+#: rows are); `_load` puts them in key order: sorting them in SQLite (a temporary B-tree per run and
+#: table) cost 0.3 s of a 100k-run read, sorting a run's few pairs in Python a tenth of that.
 HEADS = "SELECT r.run_uuid, r.name, r.status, r.start_time, r.end_time, r.experiment_id FROM runs AS r"
 RUNS = HEADS.replace(" FROM runs AS r", """,
-  (SELECT json_group_array(json_array(key, value)) FROM
-     (SELECT key, value FROM tags WHERE run_uuid = r.run_uuid ORDER BY key)),
-  (SELECT json_group_array(json_array(key, value)) FROM
-     (SELECT key, value FROM params WHERE run_uuid = r.run_uuid ORDER BY key)),
-  (SELECT json_group_array(json_array(key, CASE WHEN is_nan THEN 'nan' ELSE printf('%!.17g', value) END)) FROM
-     (SELECT key, value, is_nan FROM latest_metrics WHERE run_uuid = r.run_uuid ORDER BY key))
+  (SELECT json_group_array(json_array(key, value)) FROM tags WHERE run_uuid = r.run_uuid),
+  (SELECT json_group_array(json_array(key, value)) FROM params WHERE run_uuid = r.run_uuid),
+  (SELECT json_group_array(json_array(key, CASE WHEN is_nan THEN 'nan' ELSE printf('%!.17g', value) END))
+     FROM latest_metrics WHERE run_uuid = r.run_uuid)
 FROM runs AS r""")
 ACTIVE = " WHERE r.lifecycle_stage != 'deleted'"
 SOME = " AND r.run_uuid IN (SELECT value FROM json_each(?))"
@@ -196,7 +196,8 @@ class SqliteStore(TrackerSource):
 
 
 def _pairs(text: str | None) -> list:
-    return orjson.loads(text) if text else []
+    """A run's [key, value] pairs (`RUNS`), in key order."""
+    return sorted(orjson.loads(text)) if text else []
 
 
 def _settled(stats: tuple) -> tuple[int, ...] | None:
