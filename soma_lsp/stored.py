@@ -77,6 +77,12 @@ class RecordStore:
                     record = self._built[i] = self._decode(i)
         return record
 
+    def peek(self, i: int) -> Record:
+        """Record i, decoded for this caller alone when nobody has built it yet: a walk over every
+        record (the levers' table after a restart) must not leave them all built — at 1M records
+        that was 4 GB on top of the restored pool."""
+        return self._built[i] or self._decode(i)
+
     def encoded(self, i: int) -> bytes:
         """Record i's bytes as stored (the same in any store that places it in a file of the same path)."""
         return bytes(self._blob[self._offsets[i]:self._offsets[i + 1]])
@@ -109,6 +115,11 @@ class RecordList:
         if type(item) is int:
             item = self.items[i] = self.store[item]
         return item
+
+    def peek(self, i: int) -> Any:
+        """Item i, a stored one decoded without being kept (`RecordStore.peek`)."""
+        item = self.items[i]
+        return self.store.peek(item) if type(item) is int else item
 
     def __setitem__(self, i: int, value: Record | None) -> None:
         self.items[i] = value

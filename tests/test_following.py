@@ -100,6 +100,26 @@ def test_the_evidence_table_followed_answers_as_one_built_afresh():
         evidence.knob_tier(index, asked[0])  # back to the followed index: built again, then followed
 
 
+
+def test_a_record_that_stops_naming_a_run_stops_being_its_sibling_without_a_rebuild():
+    """The table keeps no record's prose words: a posting of a record filed again is checked against
+    the record as it is now (and one of a record taken out is dropped)."""
+    def rec(record_id: str, name: str, notes: str):
+        return parse_record({"id": record_id, "name": name, "notes": notes})
+
+    anchor = rec("x1", "rope-theta-1m", "rope_theta=1e6 at seq 4096")
+    index = LiveIndex([anchor, rec("x2", "warmup-2k", "re-run of rope-theta-1m with a longer warmup"),
+                       *(rec(f"f{i}", f"filler-{i}x", "an unrelated sweep of dropout rates") for i in range(5))])
+    assert evidence.siblings_of(index, [anchor], set()) == [("x2", "sibling of x1")]
+    table = evidence._table_now
+    index.update(add=[rec("x2", "warmup-2k", "a longer warmup on its own")])
+    assert evidence.siblings_of(index, [anchor], set()) == []
+    index.update(add=[rec("x2", "warmup-2k", "again a re-run of rope-theta-1m")])
+    assert evidence.siblings_of(index, [anchor], set()) == [("x2", "sibling of x1")]
+    index.update(remove=["x2"])
+    assert evidence.siblings_of(index, [anchor], set()) == []
+    assert evidence._table_now is table  # followed, not built again
+
 def test_background_work_waits_while_a_request_is_answered_and_never_for_itself(monkeypatch):
     monkeypatch.setattr(foreground, "QUIET", 0.05)
     monkeypatch.setattr(foreground, "MAX_WAIT", 60.0)

@@ -136,20 +136,23 @@ _TRAILING_MARKS = re.compile(r"[.!?]+(?=[\s,;:()\[\]{}\"'`]|$)")  # a word's own
 
 @dataclass(frozen=True, slots=True)
 class _Entry:
-    """What the table filed of one record (so it can be taken out again without the record)."""
+    """What the table filed of one record (so it can be taken out again without the record). Its
+    prose words are not kept: at ~70 a record they were half the table (≈ 600 B a record, 0.5 GB at
+    1M records); a posting of a record filed again is checked against the record itself instead."""
 
     names: tuple[str, ...]  # its lower-cased name and id
     stem: str
     knobs: tuple[tuple[str, tuple[str, str, str]], ...]  # (knob, (id, canonical value, as written))
-    words: tuple[str, ...]  # the words of its prose, once each (a tuple: a quarter of a set's memory)
+    postings: int  # how many postings filing it added (the table's live/stale count)
 
 
-def _entry(record: Record) -> _Entry:
+def _entry(record_id: str, record: Record, words: frozenset[str]) -> _Entry:
     text = " ".join(filter(None, (record.name, record.headline, record.notes, record.details)))
-    knobs = tuple((knob.rsplit(".", 1)[-1], (record.id, setting.value, setting.text))
+    knobs = tuple((knob.rsplit(".", 1)[-1], (record_id, setting.value, setting.text))
                   for knob, setting in knob_settings(text).items())
-    return _Entry(tuple({record.name.lower(), record.id.lower()}), name_stem(record.name), knobs,
-                  tuple(map(sys.intern, _prose_words(record))))  # (one string per word, not per record)
+    names = tuple({record.name.lower(), record.id.lower()})
+    stem = name_stem(record.name)
+    return _Entry(names, stem, knobs, len(knobs) + bool(stem) + len(names) + len(words))
 
 
 def _prose_words(record: Record) -> frozenset[str]:
@@ -164,11 +167,13 @@ class _Table:
     rope-theta-1m") → the records whose prose holds it — so a look-up costs the anchors' words, not a
     scan of the pool.
 
-    Compact, for 100k records of ~70 distinct prose words each (7M postings): plain lists that a
-    pool change only appends to (`follow`); what a record no longer holds is dropped when looked up
-    (checked against its `_Entry`), and the lists are filed afresh once such stale postings outnumber
-    the live ones. Measured at 20k records: sets and a string per word per record took ≈ 170 MB of
-    RSS; these lists and interned words hold ≈ 30 MB (the containers' sizes)."""
+    Compact, for 100k records of ~70 distinct prose words each (7M postings): plain lists of interned
+    words that a pool change only appends to (`follow`). What a record no longer holds is dropped when
+    looked up: checked against its `_Entry` (knobs, stem, names), or for a word of its prose against
+    the record itself when it was filed again or removed since the lists were made (`refiled`: a pool
+    change's few records). Once such stale postings outnumber the live ones the table is built afresh.
+    Measured at 20k records: sets and a string per word per record took ≈ 170 MB of RSS; lists and
+    interned words ≈ 30 MB; without each record's own tuple of words, about half that."""
 
     def __init__(self, index: LiveIndex, version: int) -> None:
         self.index, self.version = weakref.ref(index), version  # (an index swapped out may go)
@@ -177,14 +182,19 @@ class _Table:
         self.stems: defaultdict[str, list[str]] = defaultdict(list)
         self.by_name: defaultdict[str, list[str]] = defaultdict(list)
         self.mentions: defaultdict[str, list[str]] = defaultdict(list)
+        self.refiled: set[str] = set()  # ids filed again or taken out since the table was built
         self._live = self._stale = 0  # postings of current entries, and of replaced or removed ones
 
-    def add(self, record: Record) -> None:
-        self.discard(record.id)
-        entry = self.entries[record.id] = _entry(record)
-        self._file(record.id, entry)
+    @property
+    def stale(self) -> bool:
+        """More postings of replaced or removed records than of current ones: build it afresh."""
+        return self._stale > self._live
 
-    def _file(self, record_id: str, entry: _Entry) -> None:
+    def add(self, record_id: str, record: Record) -> None:
+        """File this record under `record_id`, the index's own string (a record decoded for the
+        table alone, `LiveIndex.peek`, goes once filed: nothing of it may stay referenced)."""
+        words = _prose_words(record)
+        entry = self.entries[record_id] = _entry(record_id, record, words)
         for knob, row in entry.knobs:
             self.knobs[knob].append(row)
         if entry.stem:
@@ -192,34 +202,26 @@ class _Table:
         for name in entry.names:
             self.by_name[name].append(record_id)
         mentions = self.mentions
-        for word in entry.words:
+        for word in map(sys.intern, words):  # (one string per word, not per record)
             mentions[word].append(record_id)
-        self._live += _postings(entry)
+        self._live += entry.postings
 
     def discard(self, record_id: str) -> None:
         entry = self.entries.pop(record_id, None)
         if entry is not None:
-            self._live -= _postings(entry)
-            self._stale += _postings(entry)
+            self.refiled.add(record_id)
+            self._live -= entry.postings
+            self._stale += entry.postings
 
     def follow(self, changed: Iterable[str], version: int) -> None:
         """File again the records these ids name now (added, replaced or gone)."""
         index = self.index()
         for record_id in changed:
+            self.discard(record_id)
             record = index.get(record_id) if index is not None else None
-            if record is None:
-                self.discard(record_id)
-            else:
-                self.add(record)
+            if record is not None:
+                self.add(record_id, record)
         self.version = version
-        if self._stale > self._live:
-            self._refile()
-
-    def _refile(self) -> None:
-        self.knobs, self.stems, self.by_name, self.mentions = (defaultdict(list) for _ in range(4))
-        self._live = self._stale = 0
-        for record_id, entry in self.entries.items():
-            self._file(record_id, entry)
 
     # -- look-ups (under `_lock`), each dropping what a record no longer holds ---------------------
 
@@ -235,11 +237,8 @@ class _Table:
         return [i for i in dict.fromkeys(self.by_name.get(name, ())) if name in getattr(self.entries.get(i), "names", ())]
 
     def mentioning(self, word: str) -> list[str]:
-        return [i for i in dict.fromkeys(self.mentions.get(word, ())) if word in getattr(self.entries.get(i), "words", ())]
-
-
-def _postings(entry: _Entry) -> int:
-    return len(entry.knobs) + bool(entry.stem) + len(entry.names) + len(entry.words)
+        return [i for i in dict.fromkeys(self.mentions.get(word, ())) if i in self.entries and (
+            i not in self.refiled or word in _prose_words(self.index().peek(i)))]
 
 
 _table_now: _Table | None = None  # the table of the index asked last (one index at a time is asked)
@@ -269,23 +268,26 @@ def _table(index: LiveIndex) -> _Table | None:
             return table
         if len(index) > BUILD_HERE and index.filling:
             return None  # (built or followed once the load is over: a build per part of a big file cost 2× one)
+        meanwhile = None  # what is answered while a large pool's table is built in the background
         if ours:
             changed = index.changed_since(table.version, FOLLOW_HERE)
             if changed is not None:
                 table.follow(changed, version)
-                return table
+                if not table.stale:
+                    return table
+                meanwhile = table  # (exact, only larger than one built afresh)
         if len(index) <= BUILD_HERE:  # built here even while another thread builds it: an answer
             # without the tiers would be cached as if it had them (a lens counting 7 where
             # find-related lists 10, seen under load); a second small build costs milliseconds
             building = False
         elif _building == id(index):
-            return None  # (one build at a time; the changes meanwhile are followed once it is done)
+            return meanwhile  # (one build at a time; the changes meanwhile are followed once it is done)
         else:
             building, _building = True, id(index)
     if not building:
         return _build(index, version)
     threading.Thread(target=_build, args=(index, version), name="soma-evidence", daemon=True).start()
-    return None
+    return meanwhile
 
 
 def _build(index: LiveIndex, version: int) -> _Table:
@@ -298,9 +300,9 @@ def _build(index: LiveIndex, version: int) -> _Table:
             for n, record_id in enumerate(index.ids()):
                 if n % foreground.STEP == 0:
                     foreground.pause()
-                record = index.get(record_id)
+                record = index.peek(record_id)  # (not kept built: a restored pool stays stored)
                 if record is not None:
-                    table.add(record)
+                    table.add(record_id, record)
     finally:
         with _lock:
             if _building == id(index):

@@ -141,6 +141,13 @@ class LiveIndex(_Ranking, _Exporting):
             slot = self._slot_of.get(record_id)
             return None if slot is None else self._slot_records[slot]
 
+    def peek(self, record_id: str) -> Record | None:
+        """`get`, but a record still stored is decoded without being kept (`RecordStore.peek`): for
+        walks over the whole pool that keep only a little of each record."""
+        with self._lock:
+            slot = self._slot_of.get(record_id)
+            return None if slot is None else self._slot_records.peek(slot)
+
     def records(self) -> list[Record]:
         """Every record, in id order."""
         with self._lock:
