@@ -31,9 +31,10 @@ import re
 import sys
 import threading
 import weakref
+from array import array
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from .. import foreground
 from ..gcpause import collector_paused
@@ -134,56 +135,42 @@ _WORD = re.compile(r"[^\s,;:()\[\]{}\"'`]+")
 _TRAILING_MARKS = re.compile(r"[.!?]+(?=[\s,;:()\[\]{}\"'`]|$)")  # a word's own end: `rstrip(".!?")` of each
 
 
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    """What the table filed of one record (so it can be taken out again without the record). Its
-    prose words are not kept: at ~70 a record they were half the table (≈ 600 B a record, 0.5 GB at
-    1M records); a posting of a record filed again is checked against the record itself instead."""
-
-    names: tuple[str, ...]  # its lower-cased name and id
-    stem: str
-    knobs: tuple[tuple[str, tuple[str, str, str]], ...]  # (knob, (id, canonical value, as written))
-    postings: int  # how many postings filing it added (the table's live/stale count)
-
-
-def _entry(record_id: str, record: Record, words: frozenset[str]) -> _Entry:
-    text = " ".join(filter(None, (record.name, record.headline, record.notes, record.details)))
-    knobs = tuple((knob.rsplit(".", 1)[-1], (record_id, setting.value, setting.text))
-                  for knob, setting in knob_settings(text).items())
-    names = tuple({record.name.lower(), record.id.lower()})
-    stem = name_stem(record.name)
-    return _Entry(names, stem, knobs, len(knobs) + bool(stem) + len(names) + len(words))
-
-
 def _prose_words(record: Record) -> frozenset[str]:
     prose = " ".join(filter(None, (record.headline, record.notes, record.details))).lower()
     return frozenset(_WORD.findall(_TRAILING_MARKS.sub("", prose)))  # (one pass each, not one call a word)
 
 
+def _lowered(text: str) -> str:
+    """`text` lower-cased, the same string when it already is (an id the index holds is not copied)."""
+    low = text.lower()
+    return text if low == text else low
+
+
 class _Table:
-    """What the tiers read of every record of one index: knob → rows (record id, canonical value,
-    as written), name stem → record ids, lower-cased name or id → record ids, and who names whom —
+    """What the tiers read of every record of one index: knob → rows (record, canonical value, as
+    written), name stem → records, lower-cased name or id → records, and who names whom —
     `mentions`: a word of a record's prose (a run's name or id written in it, "re-run of
     rope-theta-1m") → the records whose prose holds it — so a look-up costs the anchors' words, not a
     scan of the pool.
 
-    Compact, for 100k records of ~70 distinct prose words each (7M postings): plain lists of interned
-    words that a pool change only appends to (`follow`). What a record no longer holds is dropped when
-    looked up: checked against its `_Entry` (knobs, stem, names), or for a word of its prose against
-    the record itself when it was filed again or removed since the lists were made (`refiled`: a pool
-    change's few records). Once such stale postings outnumber the live ones the table is built afresh.
-    Measured at 20k records: sets and a string per word per record took ≈ 170 MB of RSS; lists and
-    interned words ≈ 30 MB; without each record's own tuple of words, about half that."""
+    Compact, for 100k records of ~70 distinct prose words each (7M postings): each filing of a record
+    gets a number (`ids[number]` is its id) and the postings are arrays of numbers (4 bytes each) that a
+    pool change only appends to (`follow`). A posting is current exactly when its number is its
+    record's latest filing (`filed`), so what a record filed again or taken out no longer holds is
+    dropped when looked up, with nothing of the record kept to check it against; once such stale
+    postings outnumber the live ones the table is built afresh. Measured at 100k records: lists of ids
+    and each record's words kept, 117 MB of RSS; numbers, ≈ a third of that (docs/benchmarks.md § 1M)."""
 
     def __init__(self, index: LiveIndex, version: int) -> None:
         self.index, self.version = weakref.ref(index), version  # (an index swapped out may go)
-        self.entries: dict[str, _Entry] = {}
-        self.knobs: defaultdict[str, list[tuple[str, str, str]]] = defaultdict(list)
-        self.stems: defaultdict[str, list[str]] = defaultdict(list)
-        self.by_name: defaultdict[str, list[str]] = defaultdict(list)
-        self.mentions: defaultdict[str, list[str]] = defaultdict(list)
-        self.refiled: set[str] = set()  # ids filed again or taken out since the table was built
-        self._live = self._stale = 0  # postings of current entries, and of replaced or removed ones
+        self.ids: list[str] = []  # filing number → record id
+        self.filed: dict[str, int] = {}  # record id → the number of its current filing
+        self.sizes = array("I")  # filing number → the postings it added (the live/stale count)
+        self.knobs: defaultdict[str, list[tuple[int, str, str]]] = defaultdict(list)
+        self.stems: defaultdict[str, array] = defaultdict(_numbers)
+        self.by_name: defaultdict[str, array] = defaultdict(_numbers)
+        self.mentions: defaultdict[str, array] = defaultdict(_numbers)
+        self._live = self._stale = 0  # postings of current filings, and of replaced or removed ones
 
     @property
     def stale(self) -> bool:
@@ -192,53 +179,69 @@ class _Table:
 
     def add(self, record_id: str, record: Record) -> None:
         """File this record under `record_id`, the index's own string (a record decoded for the
-        table alone, `LiveIndex.peek`, goes once filed: nothing of it may stay referenced)."""
+        table alone, `LiveIndex.peek`, goes once filed: nothing of it stays referenced but its name)."""
+        self.discard(record_id)
+        number = len(self.ids)
+        self.ids.append(record_id)
+        self.filed[record_id] = number
+        text = " ".join(filter(None, (record.name, record.headline, record.notes, record.details)))
+        settings = knob_settings(text)
+        for knob, setting in settings.items():
+            self.knobs[knob.rsplit(".", 1)[-1]].append((number, setting.value, setting.text))
+        stem = name_stem(record.name)
+        if stem:
+            self.stems[stem].append(number)
+        names = {_lowered(record.name), _lowered(record_id)}
+        for name in names:
+            self.by_name[name].append(number)
         words = _prose_words(record)
-        entry = self.entries[record_id] = _entry(record_id, record, words)
-        for knob, row in entry.knobs:
-            self.knobs[knob].append(row)
-        if entry.stem:
-            self.stems[entry.stem].append(record_id)
-        for name in entry.names:
-            self.by_name[name].append(record_id)
         mentions = self.mentions
         for word in map(sys.intern, words):  # (one string per word, not per record)
-            mentions[word].append(record_id)
-        self._live += entry.postings
+            mentions[word].append(number)
+        size = len(settings) + bool(stem) + len(names) + len(words)
+        self.sizes.append(size)
+        self._live += size
 
     def discard(self, record_id: str) -> None:
-        entry = self.entries.pop(record_id, None)
-        if entry is not None:
-            self.refiled.add(record_id)
-            self._live -= entry.postings
-            self._stale += entry.postings
+        number = self.filed.pop(record_id, None)
+        if number is not None:
+            self._live -= self.sizes[number]
+            self._stale += self.sizes[number]
 
     def follow(self, changed: Iterable[str], version: int) -> None:
         """File again the records these ids name now (added, replaced or gone)."""
         index = self.index()
         for record_id in changed:
-            self.discard(record_id)
             record = index.get(record_id) if index is not None else None
-            if record is not None:
+            if record is None:
+                self.discard(record_id)
+            else:
                 self.add(record_id, record)
         self.version = version
 
-    # -- look-ups (under `_lock`), each dropping what a record no longer holds ---------------------
+    # -- look-ups (under `_lock`), each dropping the postings of filings no longer current -------------
+
+    def _current(self, numbers: Iterable[int]) -> list[str]:
+        ids, filed = self.ids, self.filed
+        return [ids[n] for n in dict.fromkeys(numbers) if filed.get(ids[n]) == n]
 
     def knob_rows(self, knob: str) -> list[tuple[str, str, str]]:
-        entries = self.entries
-        return [row for row in dict.fromkeys(self.knobs.get(knob, ()))
-                if (knob, row) in getattr(entries.get(row[0]), "knobs", ())]
+        ids, filed = self.ids, self.filed
+        return [(ids[n], value, text) for n, value, text in dict.fromkeys(self.knobs.get(knob, ()))
+                if filed.get(ids[n]) == n]
 
     def with_stem(self, stem: str) -> list[str]:
-        return [i for i in dict.fromkeys(self.stems.get(stem, ())) if getattr(self.entries.get(i), "stem", None) == stem]
+        return self._current(self.stems.get(stem, ()))
 
     def named(self, name: str) -> list[str]:
-        return [i for i in dict.fromkeys(self.by_name.get(name, ())) if name in getattr(self.entries.get(i), "names", ())]
+        return self._current(self.by_name.get(name, ()))
 
     def mentioning(self, word: str) -> list[str]:
-        return [i for i in dict.fromkeys(self.mentions.get(word, ())) if i in self.entries and (
-            i not in self.refiled or word in _prose_words(self.index().peek(i)))]
+        return self._current(self.mentions.get(word, ()))
+
+
+def _numbers() -> array:
+    return array("I")
 
 
 _table_now: _Table | None = None  # the table of the index asked last (one index at a time is asked)
