@@ -158,8 +158,9 @@ class _Table:
     pool change only appends to (`follow`). A posting is current exactly when its number is its
     record's latest filing (`filed`), so what a record filed again or taken out no longer holds is
     dropped when looked up, with nothing of the record kept to check it against; once such stale
-    postings outnumber the live ones the table is built afresh. Measured at 100k records: lists of ids
-    and each record's words kept, 117 MB of RSS; numbers, ≈ a third of that (docs/benchmarks.md § 1M)."""
+    postings outnumber the live ones the table is built afresh. Measured at 100k records (RSS the
+    table adds, in process): lists of ids and each record's words kept, 117 MiB; numbers, a key's one
+    posting held as an int, 15 MiB (docs/benchmarks.md § 1M)."""
 
     def __init__(self, index: LiveIndex, version: int) -> None:
         self.index, self.version = weakref.ref(index), version  # (an index swapped out may go)
@@ -167,9 +168,9 @@ class _Table:
         self.filed: dict[str, int] = {}  # record id → the number of its current filing
         self.sizes = array("I")  # filing number → the postings it added (the live/stale count)
         self.knobs: defaultdict[str, list[tuple[int, str, str]]] = defaultdict(list)
-        self.stems: defaultdict[str, array] = defaultdict(_numbers)
-        self.by_name: defaultdict[str, array] = defaultdict(_numbers)
-        self.mentions: defaultdict[str, array] = defaultdict(_numbers)
+        self.stems: dict[str, int | array] = {}
+        self.by_name: dict[str, int | array] = {}
+        self.mentions: dict[str, int | array] = {}
         self._live = self._stale = 0  # postings of current filings, and of replaced or removed ones
 
     @property
@@ -190,14 +191,14 @@ class _Table:
             self.knobs[knob.rsplit(".", 1)[-1]].append((number, setting.value, setting.text))
         stem = name_stem(record.name)
         if stem:
-            self.stems[stem].append(number)
+            _post(self.stems, stem, number)
         names = {_lowered(record.name), _lowered(record_id)}
         for name in names:
-            self.by_name[name].append(number)
+            _post(self.by_name, name, number)
         words = _prose_words(record)
         mentions = self.mentions
         for word in map(sys.intern, words):  # (one string per word, not per record)
-            mentions[word].append(number)
+            _post(mentions, word, number)
         size = len(settings) + bool(stem) + len(names) + len(words)
         self.sizes.append(size)
         self._live += size
@@ -221,9 +222,11 @@ class _Table:
 
     # -- look-ups (under `_lock`), each dropping the postings of filings no longer current -------------
 
-    def _current(self, numbers: Iterable[int]) -> list[str]:
+    def _current(self, postings: dict[str, int | array], key: str) -> list[str]:
         ids, filed = self.ids, self.filed
-        return [ids[n] for n in dict.fromkeys(numbers) if filed.get(ids[n]) == n]
+        numbers = postings.get(key, ())
+        return [ids[n] for n in dict.fromkeys((numbers,) if type(numbers) is int else numbers)
+                if filed.get(ids[n]) == n]
 
     def knob_rows(self, knob: str) -> list[tuple[str, str, str]]:
         ids, filed = self.ids, self.filed
@@ -231,17 +234,25 @@ class _Table:
                 if filed.get(ids[n]) == n]
 
     def with_stem(self, stem: str) -> list[str]:
-        return self._current(self.stems.get(stem, ()))
+        return self._current(self.stems, stem)
 
     def named(self, name: str) -> list[str]:
-        return self._current(self.by_name.get(name, ()))
+        return self._current(self.by_name, name)
 
     def mentioning(self, word: str) -> list[str]:
-        return self._current(self.mentions.get(word, ()))
+        return self._current(self.mentions, word)
 
 
-def _numbers() -> array:
-    return array("I")
+def _post(postings: dict[str, int | array], key: str, number: int) -> None:
+    """Add a posting: a key's one number held as it is, an array of them from the second on (most
+    names and stems belong to one record: an array each was ≈ 75 bytes more a key, a quarter of the table)."""
+    held = postings.get(key)
+    if held is None:
+        postings[key] = number
+    elif type(held) is int:
+        postings[key] = array("I", (held, number))
+    else:
+        held.append(number)
 
 
 _table_now: _Table | None = None  # the table of the index asked last (one index at a time is asked)
