@@ -13,7 +13,6 @@ disappears, the next occurrence becomes visible.
 
 from __future__ import annotations
 
-import bisect
 import functools
 import itertools
 import logging
@@ -30,6 +29,7 @@ from ..retrieval import CountedLines
 from ..stored import RecordStore, items_of
 from . import counting, loader, read_ahead, snapshot, trackers
 from .cache import CacheLimits
+from .claims import Claims
 from .discover import Roots, normalize
 from .loader import MAX_JSON_BYTES, MAX_YAML_BYTES, FileLoad, file_format, load_file
 from .parts import Parts
@@ -85,7 +85,7 @@ class LivePool:
         self._pending_lock = threading.Lock()
         self._files: dict[str, FileLoad] = {}
         self._by_dir: dict[str, set[str]] = {}
-        self._claims: dict[str, list[tuple[str, int]]] = {}  # id -> sorted (path, ordinal) occurrences
+        self._claims = Claims()  # id -> its (path, ordinal) occurrences, in path order
         self._visible: dict[str, Record | int] = {}  # int: a position in `_store`
         self._dups: dict[str, list[Problem]] = {}  # id -> problems of its losing occurrences
         self._extra: dict[str, list[Problem]] = {}  # path -> listing problems (symlinks, vanished files)
@@ -202,6 +202,7 @@ class LivePool:
                     sizes = {item.path: item.size for item in listed
                              if item.stamp is None or item.path not in files or files[item.path].stamp != item.stamp}
                     self.restored = len(listed) - len(sizes) if self._store is not None else 0
+                del listed  # (its stamps, ≈ 30 MB at 100k files, are not held while the files are read)
                 self._run(sorted(sizes.keys() | gone), sizes, progress, frozenset(gone))
                 for source in self.trackers:
                     self._sync(source, None)
@@ -237,8 +238,7 @@ class LivePool:
         if self.snapshot_path is None:
             return False
         with self._apply_lock, self._lock:
-            state = snapshot.PoolState([self._files[p] for p in sorted(self._files)],
-                                       {i: list(claims) for i, claims in self._claims.items()}, {},
+            state = snapshot.PoolState([self._files[p] for p in sorted(self._files)], self._claims.copy(), {},
                                        dict(self._dups), self.index.export(), self._store)
             self.unsaved = False
         try:
@@ -447,6 +447,7 @@ class LivePool:
         with self._lock:
             affected: set[str] = set()
             changed = set(batch)
+            claims = self._claims
             for path, load in batch.items():
                 if path in extras:
                     self._extra[path] = extras[path]
@@ -469,7 +470,7 @@ class LivePool:
                                                           zip(items_of(old_records), items_of(new_records))))
                 for ordinal in range(kept, len(old_records)):
                     record = old_records[ordinal]
-                    self._claims[record.id].remove((path, ordinal))
+                    claims.remove(record.id, path, ordinal)
                     affected.add(record.id)
                 if load is not None:
                     self._files[path] = load
@@ -478,7 +479,7 @@ class LivePool:
                     self._by_dir.setdefault(_directory(path), set()).add(path)
                     for ordinal in range(kept, len(new_records)):
                         record = new_records[ordinal]
-                        bisect.insort(self._claims.setdefault(record.id, []), (path, ordinal))
+                        claims.add(record.id, path, ordinal)
                         affected.add(record.id)
             add: list[Record] = []
             remove: list[str] = []
@@ -486,25 +487,24 @@ class LivePool:
                 old_dups = self._dups.pop(record_id, None)
                 if old_dups:
                     changed.update(p.path for p in old_dups)
-                claims = self._claims.get(record_id)
+                occurrences = claims.of(record_id)
                 visible = self._built(self._visible.get(record_id))
-                if not claims:
-                    self._claims.pop(record_id, None)
+                if not occurrences:
                     if visible is not None:
                         del self._visible[record_id]
                         remove.append(record_id)
                     continue
-                path, ordinal = claims[0]
+                path, ordinal = occurrences[0]
                 winner = self._files[path].records[ordinal]
                 if winner is not visible:
                     self._visible[record_id] = winner
                     add.append(winner)
-                if len(claims) > 1:
+                if len(occurrences) > 1:
                     root = self._roots.root_of(path)
                     shown = os.path.relpath(path, root) if root else path
                     where = f"{shown}:{winner.source.line + 1}"
                     dups = []
-                    for other_path, other in claims[1:]:
+                    for other_path, other in occurrences[1:]:
                         line = self._files[other_path].records[other].source.line
                         dups.append(Problem(other_path, line, "id", f"duplicate id {record_id!r}, already "
                                             f"defined at {where}; this record is ignored", "error", "duplicate"))
