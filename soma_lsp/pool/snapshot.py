@@ -56,7 +56,7 @@ from .problems import Problem
 
 log = logging.getLogger(__name__)
 
-FORMAT = 7  # 7: claims packed (`pool.claims`)
+FORMAT = 7  # 7: claims packed (`pool.claims`), stamps as bytes (`loader.stamp_of`)
 MAGIC = b"SOMASNAP"
 ALIGN = 64
 PREFIX = len(MAGIC) + 24  # the magic, then the file's size, the header's and the CRC-32 of what follows

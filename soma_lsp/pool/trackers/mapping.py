@@ -91,7 +91,7 @@ def record_mapping(run: Run) -> dict[str, Any]:
     return {key: value for key, value in mapping.items() if value is not None}
 
 
-def run_load(key: str, run: Run, stamp: tuple[int, ...] | None, problems: list[Problem] | None = None) -> FileLoad:
+def run_load(key: str, run: Run, stamp: bytes | None, problems: list[Problem] | None = None) -> FileLoad:
     """The pool's unit for one run: a `FileLoad` at `key` holding its record (or its validation
     problem), with `stamp` (the reader's fingerprint of the run, compared on the next sync)."""
     out = FileLoad(key, stamp=stamp)

@@ -67,7 +67,7 @@ class SqliteStore(TrackerSource):
         self.busy_seconds = busy_seconds
         self._seen: tuple | None = None
         self._heads: dict[str, tuple] = {}  # run id → its `runs` columns, as last read
-        self._stamps: dict[str, tuple] = {}  # run id → its whole row's fingerprint, as last read
+        self._stamps: dict[str, bytes] = {}  # run id → its whole row's fingerprint, as last read
         self._watch: sqlite3.Connection | None = None
 
     def _connect(self) -> sqlite3.Connection:
@@ -181,7 +181,7 @@ class SqliteStore(TrackerSource):
                 if wanted else []
             return experiments, heads, rows
 
-    def _load(self, key: str, row: tuple, stamp: tuple, experiment: str):
+    def _load(self, key: str, row: tuple, stamp: bytes, experiment: str):
         run_uuid, name, status, start, end, _, tags, params, metrics = row
         run = Run(id=run_uuid, name=name or None, status=status, start_ms=start, end_ms=end,
                   tags={k: v or "" for k, v in _pairs(tags)}, params=dict(_pairs(params)),
@@ -200,10 +200,11 @@ def _pairs(text: str | None) -> list:
     return sorted(orjson.loads(text)) if text else []
 
 
-def _settled(stats: tuple) -> tuple[int, ...] | None:
-    """The database files' stat as a stamp, or None while one was modified less than `RACY_NS` ago (a
-    write within the clock's granularity could leave it as it was: the loader's rule for files)."""
+def _settled(stats: tuple) -> bytes | None:
+    """The database files' stat as a stamp (`fingerprint`), or None while one was modified less than
+    `RACY_NS` ago (a write within the clock's granularity could leave it as it was: the loader's rule
+    for files)."""
     now = time.time_ns()
     if any(stat is not None and now - stat[1] < RACY_NS for stat in stats):
         return None
-    return tuple(value for stat in stats for value in (stat or (-1, -1, -1)))
+    return fingerprint(stats)
