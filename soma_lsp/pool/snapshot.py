@@ -52,7 +52,7 @@ from .cache import CacheLimits, tidy
 from .claims import Claims
 from .lines import LineDigests
 from .loader import YAML_LOADER, FileLoad
-from .problems import Problem
+from .problems import NO_PROBLEMS, Problem
 
 log = logging.getLogger(__name__)
 
@@ -297,7 +297,8 @@ def _decode(data: bytes) -> PoolState:
         raise ValueError("inconsistent")  # (a writer's bug: the checksum covers what the disk could do)
     store = RecordStore(memoryview(data)[at:at + blob_size], offsets,
                         [(first, row[0]) for first, row in zip(starts, header["files"])])
-    files = [FileLoad(path, RecordList(range(first, first + count), store), [Problem(*p) for p in problems],
+    files = [FileLoad(path, RecordList(range(first, first + count), store),
+                      [Problem(*p) for p in problems] if problems else NO_PROBLEMS,
                       exists, file_size, stamp, None if line_records is None else LineDigests(*line_records))
              for first, (path, count, stamp, file_size, exists, problems, line_records) in zip(starts, header["files"])]
     postings = {kind: (vocabulary, arrays[f"{kind}.doc_freq"],
