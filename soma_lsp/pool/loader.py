@@ -64,7 +64,6 @@ class FileLoad:
     records: list[Record] | RecordList = field(default_factory=list)  # RecordList: restored from a snapshot
     problems: list[Problem] = field(default_factory=list)
     exists: bool = True
-    size: int = 0
     #: `stamp_of` the file as it was opened — what a snapshot's restart compares with the listing — or
     #: None when it was modified (or its inode changed) less than RACY_NS before: a write within the
     #: clock's granularity could then leave the stamp as it is, so such a file is always read again
@@ -114,7 +113,7 @@ def load_file(path: str | os.PathLike, *, max_json_bytes: int = MAX_JSON_BYTES,
     if read is None:
         _read(path, out, max_json_bytes, max_yaml_bytes, progress, previous, batch)
     else:
-        out.size, out.stamp, data = read
+        _, out.stamp, data = read
         _decode(path, data, out)
     out.problems = out.problems.done(path)
     return out
@@ -126,7 +125,7 @@ def _read(path: str, out: FileLoad, max_json_bytes: int, max_yaml_bytes: int,
     try:
         f, status = open_regular(path)
         with f:
-            size = out.size = status.st_size
+            size = status.st_size
             if time.time_ns() - max(status.st_mtime_ns, status.st_ctime_ns) >= RACY_NS:
                 out.stamp = stamp_of(status)
             if fmt == "jsonl":
@@ -162,6 +161,7 @@ def _decode(path: str, data: bytes, out: FileLoad) -> None:
             _load_json(data, out)
     except Exception as error:  # noqa: BLE001
         out.problems.append(Problem(path, 0, "", f"could not load the file: {error!r}", "error", "unreadable"))
+    out.records = out.records[:]  # held as long as it is: one record appended leaves room for 4 (88 B, not 64)
 
 
 # -- reading any file that may be hostile ----------------------------------------------------------

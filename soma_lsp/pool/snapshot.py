@@ -56,7 +56,7 @@ from .problems import NO_PROBLEMS, Problem
 
 log = logging.getLogger(__name__)
 
-FORMAT = 7  # 7: claims packed (`pool.claims`), stamps as bytes (`loader.stamp_of`)
+FORMAT = 7  # 7: claims packed (`pool.claims`), stamps as bytes (`loader.stamp_of`), no file sizes
 MAGIC = b"SOMASNAP"
 ALIGN = 64
 PREFIX = len(MAGIC) + 24  # the magic, then the file's size, the header's and the CRC-32 of what follows
@@ -170,7 +170,7 @@ def _encoded(state: PoolState, files: list[tuple], start_of: dict[str, int], off
                     stamp = None
             offsets.append(offsets[-1] + len(chunk))
             yield chunk
-        files.append((load.path, len(offsets) - 1 - first, stamp, load.size, load.exists,
+        files.append((load.path, len(offsets) - 1 - first, stamp, load.exists,
                       [_problem(p) for p in load.problems],
                       None if load.line_records is None else load.line_records.packed()))
 
@@ -299,8 +299,8 @@ def _decode(data: bytes) -> PoolState:
                         [(first, row[0]) for first, row in zip(starts, header["files"])])
     files = [FileLoad(path, RecordList(range(first, first + count), store),
                       [Problem(*p) for p in problems] if problems else NO_PROBLEMS,
-                      exists, file_size, stamp, None if line_records is None else LineDigests(*line_records))
-             for first, (path, count, stamp, file_size, exists, problems, line_records) in zip(starts, header["files"])]
+                      exists, stamp, None if line_records is None else LineDigests(*line_records))
+             for first, (path, count, stamp, exists, problems, line_records) in zip(starts, header["files"])]
     postings = {kind: (vocabulary, arrays[f"{kind}.doc_freq"],
                        [tuple(arrays[f"{kind}.{i}.{part}"] for part in ("indptr", "slots", "counts"))
                         for i in range(segments)])
