@@ -67,7 +67,6 @@ class SqliteStore(TrackerSource):
         self.busy_seconds = busy_seconds
         self._seen: tuple | None = None
         self._heads: dict[str, tuple] = {}  # run id → its `runs` columns, as last read
-        self._stamps: dict[str, bytes] = {}  # run id → its whole row's fingerprint, as last read
         self._watch: sqlite3.Connection | None = None
 
     def _connect(self) -> sqlite3.Connection:
@@ -127,7 +126,6 @@ class SqliteStore(TrackerSource):
         if hint == "runs":
             return self._delta(experiments, heads, rows)
         self._heads = {head[0]: head for head in heads}
-        self._stamps = {}
         found = {}
         for row in rows:
             origin = experiments.get(str(row[5]))
@@ -147,14 +145,11 @@ class SqliteStore(TrackerSource):
                 gone.add(row[0])
                 continue
             self._found(found, row, origin)
-        for run in gone:
-            self._stamps.pop(run, None)
         return Scan(found, everything, frozenset(self.prefix + run for run in gone))
 
     def _found(self, found: dict, row: tuple, origin: str) -> None:
         """Enter one run's row: its fingerprint now (once), its record built only if the pool wants it."""
         key, stamp = self.prefix + row[0], fingerprint(row)
-        self._stamps[row[0]] = stamp
         found[key] = (stamp, lambda: self._load(key, row, stamp, origin))
 
     def _read(self, connection: sqlite3.Connection, quick: bool) -> tuple[dict[str, str], Any, list[tuple]]:
