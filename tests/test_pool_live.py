@@ -87,10 +87,11 @@ def test_rename_file_and_directory(tmp_path):
     assert index.get("exp-3").source.path == str(root / "moved" / "deep" / "c.jsonl")
     assert pool.files == sorted(str(p) for p in (root / "renamed.json", root / "moved" / "b.json",
                                                  root / "moved" / "deep" / "c.jsonl"))
+    assert pool._dirs == {str(root): 1, str(root / "moved"): 1, str(root / "moved" / "deep"): 1}
     import shutil
     shutil.rmtree(root / "moved")
     pool.apply([root / "moved"])  # a deleted directory takes its files' records along
-    assert sorted(r.id for r in index.records()) == ["exp-1"]
+    assert sorted(r.id for r in index.records()) == ["exp-1"] and pool._dirs == {str(root): 1}
 
 
 def test_save_by_rename_and_ignored_paths(tmp_path):

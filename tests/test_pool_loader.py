@@ -399,3 +399,14 @@ def test_a_yaml_integer_beyond_a_float_is_reported_with_its_field_and_the_rest_l
     (problem,) = load.problems
     assert (problem.line, problem.column, problem.field, problem.kind) == (2, 0, "metrics.loss", "validation")
     assert "too large" in problem.message
+
+
+def test_loads_without_problems_share_one_list_that_refuses_to_grow(tmp_path):
+    from soma_lsp.pool.problems import NO_PROBLEMS
+    a, b = (load_file(write(tmp_path / f"{i}.json", json.dumps(rec(i)))) for i in (1, 2))
+    assert a.problems is b.problems is NO_PROBLEMS and a.problems == []
+    for grow in (lambda p: p.append(1), lambda p: p.extend([1]), lambda p: p.insert(0, 1),
+                 lambda p: p.__setitem__(slice(0, 0), [1]), lambda p: p.__iadd__([1])):
+        with pytest.raises(TypeError):
+            grow(NO_PROBLEMS)
+    assert NO_PROBLEMS == [] and load_file(write(tmp_path / "bad.json", "{")).problems != []

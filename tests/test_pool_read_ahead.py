@@ -71,7 +71,7 @@ def mixed_pool(root: Path, n: int = 40) -> Path:
 def state(pool: LivePool) -> tuple:
     """Everything a load leaves: each file's records (with their source) and problems, and its stamp."""
     loads = pool._files
-    return ({path: ([(r, r.source) for r in load.records], load.problems, load.stamp, load.size)
+    return ({path: ([(r, r.source) for r in load.records], load.problems, load.stamp)
              for path, load in loads.items()}, pool.problems, pool.records())
 
 

@@ -41,7 +41,7 @@ import numpy as np
 
 from ..records import document_texts, parse_architecture
 from ..retrieval import CountedLines, Counts, component_bag, count_lines
-from .loader import FileLoad, decode_line, jsonl_lines, stamp_of
+from .loader import STAMP, FileLoad, decode_line, jsonl_lines, stamp_of
 from .read_ahead import spare_cores
 from . import parts
 
@@ -52,7 +52,7 @@ WAIT_SECONDS = 120  # a child this late is stopped and its file counted here
 POLL_SECONDS = 0.002  # how often a block not sent yet is looked for
 SKIP_BYTES = 64 << 20  # the child holds at most this much of the first part's lines uncounted
 MAGIC = b"SOMACNT2"
-_HEADER = struct.Struct("<8sQQQ" + "3Q" * 2 + "QqqQQ" * 2)  # magic, first line, end line, last block?;
+_HEADER = struct.Struct("<8sQQQ" + "3Q" * 2 + f"{STAMP.size}s" * 2)  # magic, first line, end line, last block?;
 # per `Counts`: bytes of names, names, postings; two stamps
 _EMPTY = ("", "", "", "")
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
@@ -76,7 +76,7 @@ class Block(NamedTuple):
     """One part of a file's count: rows are line numbers, `counted`'s rows `first` to its size."""
 
     counted: CountedLines
-    stamps: tuple[tuple[int, ...], tuple[int, ...]]  # the file's stamp when the child opened it, and when it sent this
+    stamps: tuple[bytes, bytes]  # the file's stamp when the child opened it, and when it sent this
     first: int
     last: bool  # the file's end
 
@@ -208,7 +208,7 @@ def main() -> None:
     os._exit(0)
 
 
-def count_file(path: str, max_line: int) -> tuple[CountedLines, tuple[tuple[int, ...], tuple[int, ...]]]:
+def count_file(path: str, max_line: int) -> tuple[CountedLines, tuple[bytes, bytes]]:
     """Every line counted (rows are line numbers; a line that is no record counts as an empty one), and
     the file's stamp before and after."""
     (block,) = count_parts(path, max_line, iter(()))
@@ -282,21 +282,21 @@ def _shifted(rows: np.ndarray, first: int) -> np.ndarray:
     return rows + np.int32(first) if first else rows
 
 
-def _stamp(path: str) -> tuple[int, ...] | None:
+def _stamp(path: str) -> bytes | None:
     try:
         return stamp_of(os.stat(path))
     except OSError:
         return None
 
 
-def encode(counted: CountedLines, stamps: tuple[tuple[int, ...], tuple[int, ...]], first: int = 0,
+def encode(counted: CountedLines, stamps: tuple[bytes, bytes], first: int = 0,
            last: bool = True) -> bytes:
     """One block: `counted`'s rows are the lines from `first` on (`last`: to the file's end)."""
     parts = (counted.terms, counted.components)
     names = ["\0".join(c.names).encode() for c in parts]  # (terms and components are runs of letters
     # and digits)
     sizes = [value for c, n in zip(parts, names) for value in (len(n), len(c.names), c.rows.size)]
-    return b"".join([_HEADER.pack(MAGIC, first, first + counted.terms.size, last, *sizes, *stamps[0], *stamps[1])]
+    return b"".join([_HEADER.pack(MAGIC, first, first + counted.terms.size, last, *sizes, *stamps)]
                     + [piece for c, n in zip(parts, names)
                        for piece in (n, c.indptr.astype("<i8").tobytes(), c.rows.astype("<i4").tobytes(),
                                      c.counts.astype("<f4").tobytes())]
@@ -312,7 +312,7 @@ def _body_size(header: tuple) -> int:
         + (end - first) * 8
 
 
-def decode(data: bytes) -> tuple[CountedLines, tuple[tuple[int, ...], tuple[int, ...]]]:
+def decode(data: bytes) -> tuple[CountedLines, tuple[bytes, bytes]]:
     """`encode`'s bytes of a whole file's count back; ValueError when they are malformed."""
     block = decode_block(data)
     if block.first or not block.last:
@@ -351,5 +351,4 @@ def decode_block(data: bytes) -> Block:
     arch_total = np.concatenate([np.zeros(first), take("<f8", size)])  # (rows before `first`: not this block's)
     if at != len(data):
         raise ValueError("a count with trailing bytes")
-    stamps = fields[6:]
-    return Block(CountedLines(*parts, arch_total), (tuple(stamps[:5]), tuple(stamps[5:])), first, bool(last))
+    return Block(CountedLines(*parts, arch_total), tuple(fields[6:]), first, bool(last))

@@ -76,7 +76,7 @@ def normalize(path: str | os.PathLike) -> str:
 class Listed:
     path: str
     size: int
-    stamp: tuple[int, ...] | None = None  # `loader.stamp_of` the file, as `FileLoad.stamp`
+    stamp: bytes | None = None  # `loader.stamp_of` the file, as `FileLoad.stamp`
 
 
 class Roots:

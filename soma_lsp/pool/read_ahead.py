@@ -46,6 +46,8 @@ class ReadAhead:
     def __init__(self, paths: list[str], limits: list[int], racy_ns: int) -> None:
         """`limits[i]`: the most bytes `paths[i]` may hold to be read (its format's limit);
         `racy_ns`: a file modified less than this before it is read gets no stamp (`FileLoad.stamp`)."""
+        from .loader import STAMP  # (not at the top: the child runs this file without the package)
+        self._stamp = STAMP.pack
         self._paths, self._limits = paths, limits
         self._next = 0  # where the next path asked for is looked for in `paths` (asked in that order)
         self._buffer, self._pos, self._at = b"", 0, 0
@@ -61,7 +63,7 @@ class ReadAhead:
                 self._out.close()
                 raise
 
-    def take(self, path: str) -> tuple[int, tuple[int, ...] | None, bytes] | None:
+    def take(self, path: str) -> tuple[int, bytes | None, bytes] | None:
         """What the child read of `path` — (size, stamp or None when racy, bytes) — or None when the
         loader must read it itself."""
         wanted = self._ordinal(path)
@@ -80,7 +82,7 @@ class ReadAhead:
                 if ordinal == wanted:
                     if state == UNREAD:
                         return None
-                    stamp = (size, mtime, ctime, inode, device) if state == READ else None
+                    stamp = self._stamp(size, mtime, ctime, inode, device) if state == READ else None
                     return size, stamp, self._buffer[start:start + length]
         except ValueError as error:
             log.warning("reading ahead failed (%s); the pool's files are read here", error)

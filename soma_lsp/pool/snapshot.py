@@ -49,13 +49,14 @@ from ..records import Record
 from ..retrieval import IndexState
 from ..stored import RecordList, RecordStore, encode, items_of
 from .cache import CacheLimits, tidy
+from .claims import Claims
 from .lines import LineDigests
 from .loader import YAML_LOADER, FileLoad
-from .problems import Problem
+from .problems import NO_PROBLEMS, Problem
 
 log = logging.getLogger(__name__)
 
-FORMAT = 6
+FORMAT = 7  # 7: claims packed (`pool.claims`), stamps as bytes (`loader.stamp_of`), no file sizes
 MAGIC = b"SOMASNAP"
 ALIGN = 64
 PREFIX = len(MAGIC) + 24  # the magic, then the file's size, the header's and the CRC-32 of what follows
@@ -93,7 +94,7 @@ class PoolState:
     """A pool's state as `LivePool` keeps it (records as `Record`s or positions in `store`)."""
 
     files: list[FileLoad]  # in path order
-    claims: dict[str, list[tuple[str, int]]]
+    claims: Claims
     visible: dict[str, Record | int]  # filled by `read`; `write` derives it from the claims
     dups: dict[str, list[Problem]]
     index: IndexState
@@ -115,7 +116,10 @@ def write(path: Path, state: PoolState, limits: CacheLimits = CacheLimits()) -> 
     with _Output(path) as out:
         out.pieces(_encoded(state, files, start_of, offsets))
         records = (PREFIX, out.at - PREFIX)
-        visible = {record_id: start_of[claims[0][0]] + claims[0][1] for record_id, claims in state.claims.items()}
+        visible = {}
+        for record_id in state.claims:
+            where, ordinal = state.claims.first(record_id)
+            visible[record_id] = start_of[where] + ordinal
         index = state.index
         slot_positions = np.full(len(index.records), -1, dtype=np.int64)
         for record_id, slot in index.slot_of.items():
@@ -136,7 +140,7 @@ def write(path: Path, state: PoolState, limits: CacheLimits = CacheLimits()) -> 
             layout[name] = (values.dtype.str, values.shape, out.at)
             out.pieces([np.ascontiguousarray(values).data.cast("B")])
         header = marshal.dumps({
-            "format": FORMAT, "files": files, "claims": state.claims, "visible": visible,
+            "format": FORMAT, "files": files, "claims": state.claims.held, "visible": visible,
             "dups": {i: [_problem(p) for p in ps] for i, ps in state.dups.items()}, "postings": postings,
             "slot_of": index.slot_of, "ties": index.ties, "total_dl": index.total_dl,
             "dead_slots": index.dead_slots, "commits": sorted(index.commits), "arrays": layout,
@@ -166,7 +170,7 @@ def _encoded(state: PoolState, files: list[tuple], start_of: dict[str, int], off
                     stamp = None
             offsets.append(offsets[-1] + len(chunk))
             yield chunk
-        files.append((load.path, len(offsets) - 1 - first, stamp, load.size, load.exists,
+        files.append((load.path, len(offsets) - 1 - first, stamp, load.exists,
                       [_problem(p) for p in load.problems],
                       None if load.line_records is None else load.line_records.packed()))
 
@@ -293,9 +297,10 @@ def _decode(data: bytes) -> PoolState:
         raise ValueError("inconsistent")  # (a writer's bug: the checksum covers what the disk could do)
     store = RecordStore(memoryview(data)[at:at + blob_size], offsets,
                         [(first, row[0]) for first, row in zip(starts, header["files"])])
-    files = [FileLoad(path, RecordList(range(first, first + count), store), [Problem(*p) for p in problems],
-                      exists, file_size, stamp, None if line_records is None else LineDigests(*line_records))
-             for first, (path, count, stamp, file_size, exists, problems, line_records) in zip(starts, header["files"])]
+    files = [FileLoad(path, RecordList(range(first, first + count), store),
+                      [Problem(*p) for p in problems] if problems else NO_PROBLEMS,
+                      exists, stamp, None if line_records is None else LineDigests(*line_records))
+             for first, (path, count, stamp, exists, problems, line_records) in zip(starts, header["files"])]
     postings = {kind: (vocabulary, arrays[f"{kind}.doc_freq"],
                        [tuple(arrays[f"{kind}.{i}.{part}"] for part in ("indptr", "slots", "counts"))
                         for i in range(segments)])
@@ -305,5 +310,5 @@ def _decode(data: bytes) -> PoolState:
         columns={name[len("column."):]: values for name, values in arrays.items() if name.startswith("column.")},
         terms=postings["terms"], components=postings["components"], ties=header["ties"],
         total_dl=header["total_dl"], dead_slots=header["dead_slots"], commits=frozenset(header["commits"]))
-    return PoolState(files, header["claims"], header["visible"],
+    return PoolState(files, Claims(header["claims"]), header["visible"],
                      {i: [Problem(*p) for p in ps] for i, ps in header["dups"].items()}, index, store)

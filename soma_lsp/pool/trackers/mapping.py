@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..loader import FileLoad, _add_record
-from ..problems import Problem
+from ..problems import NO_PROBLEMS, Problem
 
 #: run states as MLflow (file store: integers 1-5; SQLite/REST: names) and W&B name them → soma statuses (docs/spec.md §1.3)
 STATUSES: Mapping[str, str] = {
@@ -91,7 +91,7 @@ def record_mapping(run: Run) -> dict[str, Any]:
     return {key: value for key, value in mapping.items() if value is not None}
 
 
-def run_load(key: str, run: Run, stamp: tuple[int, ...] | None, problems: list[Problem] | None = None) -> FileLoad:
+def run_load(key: str, run: Run, stamp: bytes | None, problems: list[Problem] | None = None) -> FileLoad:
     """The pool's unit for one run: a `FileLoad` at `key` holding its record (or its validation
     problem), with `stamp` (the reader's fingerprint of the run, compared on the next sync)."""
     out = FileLoad(key, stamp=stamp)
@@ -99,6 +99,7 @@ def run_load(key: str, run: Run, stamp: tuple[int, ...] | None, problems: list[P
     _add_record(out, record_mapping(run), 0)
     if run.patch and out.records:
         out.records[-1] = replace(out.records[-1], patch=run.patch)
+    out.problems = out.problems or NO_PROBLEMS
     return out
 
 

@@ -210,7 +210,7 @@ class TrackingServer(TrackerSource):
             found[key] = (stamp, lambda key=key, raw=raw, name=experiment, stamp=stamp: self._load(key, raw, name, stamp))
         return found
 
-    def _load(self, key: str, raw: dict, experiment: str, stamp: tuple):
+    def _load(self, key: str, raw: dict, experiment: str, stamp: bytes):
         info, data = raw.get("info", {}), raw.get("data", {})
         pairs = lambda name: {item["key"]: item.get("value", "") for item in data.get(name, ()) if "key" in item}  # noqa: E731
         run = Run(id=info.get("run_id") or info.get("run_uuid"), name=info.get("run_name") or None,

@@ -67,7 +67,6 @@ class SqliteStore(TrackerSource):
         self.busy_seconds = busy_seconds
         self._seen: tuple | None = None
         self._heads: dict[str, tuple] = {}  # run id → its `runs` columns, as last read
-        self._stamps: dict[str, tuple] = {}  # run id → its whole row's fingerprint, as last read
         self._watch: sqlite3.Connection | None = None
 
     def _connect(self) -> sqlite3.Connection:
@@ -127,12 +126,11 @@ class SqliteStore(TrackerSource):
         if hint == "runs":
             return self._delta(experiments, heads, rows)
         self._heads = {head[0]: head for head in heads}
-        self._stamps = {}
         found = {}
         for row in rows:
-            experiment = experiments.get(str(row[5]))
-            if experiment is not None:  # (None: a run of a deleted experiment)
-                self._found(found, row, experiment)
+            origin = experiments.get(str(row[5]))
+            if origin is not None:  # (None: a run of a deleted experiment)
+                self._found(found, row, origin)
         return Scan(found, everything)
 
     def _delta(self, experiments: dict[str, str], heads: dict[str, tuple], rows: list[tuple]) -> Scan:
@@ -142,20 +140,17 @@ class SqliteStore(TrackerSource):
         self._heads = heads
         found = {}
         for row in rows:
-            experiment = experiments.get(str(row[5]))
-            if experiment is None:
+            origin = experiments.get(str(row[5]))
+            if origin is None:
                 gone.add(row[0])
                 continue
-            self._found(found, row, experiment)
-        for run in gone:
-            self._stamps.pop(run, None)
+            self._found(found, row, origin)
         return Scan(found, everything, frozenset(self.prefix + run for run in gone))
 
-    def _found(self, found: dict, row: tuple, experiment: str) -> None:
+    def _found(self, found: dict, row: tuple, origin: str) -> None:
         """Enter one run's row: its fingerprint now (once), its record built only if the pool wants it."""
         key, stamp = self.prefix + row[0], fingerprint(row)
-        self._stamps[row[0]] = stamp
-        found[key] = (stamp, lambda: self._load(key, row, stamp, experiment))
+        found[key] = (stamp, lambda: self._load(key, row, stamp, origin))
 
     def _read(self, connection: sqlite3.Connection, quick: bool) -> tuple[dict[str, str], Any, list[tuple]]:
         try:
@@ -169,8 +164,10 @@ class SqliteStore(TrackerSource):
                                "soma-lsp does not know (MLflow newer than 3.17?); not read")
         with connection:  # one read transaction: a consistent cut
             connection.execute("BEGIN")
-            experiments = {str(e): name for e, name, stage in connection.execute(
-                "SELECT experiment_id, name, lifecycle_stage FROM experiments") if stage != "deleted"}
+            # each active experiment → its runs' `origin`: one string shared by all of them, not one a run
+            experiments = {str(e): f"{self.kind} {self.path} · experiment {name}" for e, name, stage in
+                           connection.execute("SELECT experiment_id, name, lifecycle_stage FROM experiments")
+                           if stage != "deleted"}
             if not quick:
                 rows = connection.execute(RUNS + ACTIVE).fetchall()
                 return experiments, [row[:6] for row in rows], rows
@@ -181,12 +178,12 @@ class SqliteStore(TrackerSource):
                 if wanted else []
             return experiments, heads, rows
 
-    def _load(self, key: str, row: tuple, stamp: tuple, experiment: str):
+    def _load(self, key: str, row: tuple, stamp: bytes, origin: str):
         run_uuid, name, status, start, end, _, tags, params, metrics = row
         run = Run(id=run_uuid, name=name or None, status=status, start_ms=start, end_ms=end,
                   tags={k: v or "" for k, v in _pairs(tags)}, params=dict(_pairs(params)),
                   metrics={k: float(v) for k, v in _pairs(metrics)},
-                  origin=f"{self.kind} {self.path} · experiment {experiment}")
+                  origin=origin)
         return run_load(key, run, stamp)
 
     def close(self) -> None:
@@ -200,10 +197,11 @@ def _pairs(text: str | None) -> list:
     return sorted(orjson.loads(text)) if text else []
 
 
-def _settled(stats: tuple) -> tuple[int, ...] | None:
-    """The database files' stat as a stamp, or None while one was modified less than `RACY_NS` ago (a
-    write within the clock's granularity could leave it as it was: the loader's rule for files)."""
+def _settled(stats: tuple) -> bytes | None:
+    """The database files' stat as a stamp (`fingerprint`), or None while one was modified less than
+    `RACY_NS` ago (a write within the clock's granularity could leave it as it was: the loader's rule
+    for files)."""
     now = time.time_ns()
     if any(stat is not None and now - stat[1] < RACY_NS for stat in stats):
         return None
-    return tuple(value for stat in stats for value in (stat or (-1, -1, -1)))
+    return fingerprint(stats)

@@ -20,7 +20,7 @@ import orjson
 
 from ..loader import FileLoad
 
-Stamp = tuple[int, ...]
+Stamp = bytes  # a run's fingerprint, as `FileLoad.stamp`
 
 
 class TrackerError(Exception):
@@ -99,10 +99,10 @@ def stat_of(path: str) -> tuple[int, int, int] | None:
 
 
 def fingerprint(*parts: Any) -> Stamp:
-    """A stable stamp of a run's content (the same in every process, unlike `hash`)."""
+    """A stable stamp of a run's content (the same in every process, unlike `hash`): 16 bytes of
+    digest, held as they come (49 bytes a run; two ints made of them were 128)."""
     # orjson, not marshal: marshal's bytes depend on how objects are shared (its back-references)
-    digest = hashlib.blake2b(orjson.dumps(parts, default=repr), digest_size=16).digest()
-    return int.from_bytes(digest[:8], "little"), int.from_bytes(digest[8:], "little")
+    return hashlib.blake2b(orjson.dumps(parts, default=repr), digest_size=16).digest()
 
 
 def everything(_key: str) -> bool:
