@@ -22,6 +22,11 @@ core's ranking (docs/spec.md §2) — only which ranked records pass and in what
 * **siblings** (`siblings_of`): records of the same experiment as a tied or top-ranked record — the
   same name stem (`lr-3e-4-1b` ~ `lr-1e-3-1b`), or one naming the other ("re-run of rope-theta-1m")
   — follow it, labelled "sibling of …": who must see one must see its siblings.
+  A tie that matches nothing near the cursor brings its siblings after the top record's
+  (`sibling_anchors`, lever `tie_focus`).
+* **components** (`COMPONENT_BONUS`): a ranked record that shares components with the scope moves up
+  by its structural share — the parts this code builds, named by the run, are evidence the core's
+  weights under-count.
 """
 
 from __future__ import annotations
@@ -59,6 +64,30 @@ WORD_BONUS = 0.20
 #: in score units (tuned on the tune probes: 0.2 / 0.3 / 0.5 / 0.8 / 1.2 gave tune nDCG@5 0.813 / 0.813 /
 #: 0.819 / 0.819 / 0.819, the same R@3 0.843).
 NAME_BONUS = 0.5
+
+
+#: How far a ranked record moves up per unit of its structural term (the weighted Jaccard of the
+#: components it shares with the scope, docs/spec.md §2.4), lever `components`, in score units. The
+#: core gives structural 0.25 of the score and a record without an architecture has it left out,
+#: not scored 0 — so a run that names the very parts this code builds (`post-norm-vit` with
+#: `LayerNorm`, `MultiHeadDotProductAttention` for `Encoder1DBlock`) scored *below* one that names
+#: none. Tuned on the tune probes: 0.2 / 0.3 / 0.4 / 0.6 / 0.8 gave tune nDCG@5 0.839 / 0.843 / 0.845 /
+#: 0.847 / 0.846, R@3 0.866 / 0.871 / 0.886 / 0.886 / 0.886 (docs/benchmarks.md § Quality, try 45).
+COMPONENT_BONUS = 0.6
+
+
+def sibling_anchors(tied: Sequence[ScoredRecord], top: Sequence[str], near: Sequence[str]) -> list[str]:
+    """The records whose siblings follow the top ranked record, in order: the ties, then the top
+    record. With `near` (the terms of the cursor's line and word, lever `tie_focus`), a tie that
+    matches none of them comes after the top record: a run tied to the enclosing class or function
+    is not about the line the cursor is on (`gqa-4-kv-heads`, tied to `Attention`, on the line that
+    builds the QK-norm), so its sweep's other arms should not push the top record's out of the top 3."""
+    ties = [s.record.id for s in tied]
+    if not near:
+        return ties + list(top)
+    wanted = set(near)
+    bearing = [s.record.id for s in tied if wanted.intersection(s.components.matched_terms)]
+    return bearing + list(top) + [i for i in ties if i not in bearing]
 
 
 def names_the_word(record: Record, word: Sequence[str]) -> bool:
@@ -393,4 +422,6 @@ def siblings_of(index: LiveIndex, anchors: Iterable[Record], exclude: set[str]) 
     return list(out.items())
 
 
-__all__ = ["FOCUS_BONUS", "MIN_STRENGTH", "NAME_BONUS", "WORD_BONUS", "focus_order", "is_about", "knob_front", "knob_tier", "name_stem", "names_the_word", "siblings_of", "strong", "with_forms"]
+__all__ = ["COMPONENT_BONUS", "FOCUS_BONUS", "MIN_STRENGTH", "NAME_BONUS", "WORD_BONUS", "focus_order", "is_about",
+           "knob_front", "knob_tier", "name_stem", "names_the_word", "sibling_anchors", "siblings_of", "strong",
+           "with_forms"]

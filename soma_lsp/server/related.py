@@ -141,8 +141,9 @@ def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], 
     `unasked`: for a hover, which must stay quiet where nothing relates: the strength gate drops weak
     ranked records there (lever `strength`), not from find-related (lenses: `worth_a_lens`).
     `limit` bounds what is returned (None: everything up to COUNT_CAP); with `count`, the gated
-    ranking is read to `count_cap` to say how many there are in all. `similarity` (an embedder's,
-    `server.embedder`, off by default) adds its bonus to each gated record's standing in the order."""
+    ranking is read to `count_cap` to say how many there are in all. The gated ranking is ordered by
+    standing, plus (lever `components`) `evidence.COMPONENT_BONUS` × its structural term, plus the
+    bonuses of `named` and `similarity` (an embedder's, `server.embedder`, off by default)."""
     tied = list(tied)
     if levers.forms:
         query = evidence.with_forms(index, query, hints.focus + hints.word)
@@ -164,9 +165,12 @@ def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], 
               and (stands(s) >= min_score or s.record.id in named)]
     bonus = similarity(ranked) if similarity is not None else {}
 
+    shared = evidence.COMPONENT_BONUS if levers.components else 0.0
+
     def order(s: ScoredRecord) -> float:
-        return stands(s) + bonus.get(s.record.id, 0.0) + (evidence.NAME_BONUS if s.record.id in named else 0.0)
-    if lifted or bonus:
+        return (stands(s) + bonus.get(s.record.id, 0.0) + (evidence.NAME_BONUS if s.record.id in named else 0.0)
+                + shared * (s.components.structural or 0.0))
+    if lifted or bonus or shared:
         ranked.sort(key=lambda s: (-order(s), s.record.id))
     capped = len(ranked_all) >= want + len(tied_set) and want > 0
     ranked, labels = arrange(index, query, tied_scored, ranked, gate=unasked and min_terms > 1,
@@ -199,7 +203,8 @@ def arrange(index: LiveIndex, query: RetrievalQuery, tied: Sequence[ScoredRecord
     """The issue-20 levers on a gated ranking (see `evidence`): the strength gate, the cursor's line,
     then the tiers, which pass the gate whatever their score: the records that set a knob of the
     cursor's line (`evidence.knob_front`), each followed by its siblings; then the top ranked record,
-    which keeps its place; then the siblings of the ties and of that top record."""
+    which keeps its place; then the siblings of the ties and of that top record (those of a tie that
+    matches nothing near the cursor after the top record's, lever `tie_focus`)."""
     if levers.strength and gate and ranked:
         idf = index.idf_of(t for s in ranked for t in s.components.matched_terms)
         ranked = [s for s in ranked if evidence.strong(s, idf, hints.aliases, n_records=len(index))]
@@ -212,7 +217,8 @@ def arrange(index: LiveIndex, query: RetrievalQuery, tied: Sequence[ScoredRecord
     top = [s.record.id for s in ranked[:1]]
     for record_id in top:  # the top ranked record keeps its place …
         tiers.place(record_id, follow=False)
-    for record_id in [s.record.id for s in tied] + top:  # … the siblings of the ties and of it follow
+    near = hints.focus + hints.word if levers.tie_focus else ()
+    for record_id in evidence.sibling_anchors(tied, top, near):  # … the siblings of the ties and of it follow
         tiers.follow(record_id)
     if not tiers.front:
         return ranked, ()
