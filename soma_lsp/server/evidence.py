@@ -72,7 +72,7 @@ NAME_BONUS = 0.5
 #: not scored 0 — so a run that names the very parts this code builds (`post-norm-vit` with
 #: `LayerNorm`, `MultiHeadDotProductAttention` for `Encoder1DBlock`) scored *below* one that names
 #: none. Tuned on the tune probes: 0.2 / 0.3 / 0.4 / 0.6 / 0.8 gave tune nDCG@5 0.839 / 0.843 / 0.845 /
-#: 0.847 / 0.846, R@3 0.866 / 0.871 / 0.886 / 0.886 / 0.886 (docs/benchmarks.md § Quality, try 45).
+#: 0.847 / 0.846, R@3 0.866 / 0.871 / 0.886 / 0.886 / 0.886 (docs/benchmarks.md § Quality, try 46).
 COMPONENT_BONUS = 0.6
 
 
