@@ -11,7 +11,7 @@ import pytest
 from soma_lsp.query import ALL_ON, Hints, Levers
 from soma_lsp.records import parse_record
 from soma_lsp.retrieval import LiveIndex, RetrievalQuery
-from soma_lsp.server.evidence import focus_order, name_stem, names_the_word, sibling_anchors, with_forms
+from soma_lsp.server.evidence import focus_order, name_stem, names_the_word, off_the_line, with_forms
 from soma_lsp.server.related import Tied, find_related
 from soma_lsp.server.standing import OLD_RUN_SHARE, lift
 
@@ -256,20 +256,33 @@ def tie_index():
                       for (i, n, c), month in zip(raw, ("11", "11", "11", "06"))])
 
 
-def test_a_tie_about_another_line_brings_its_siblings_after_the_top_records():
+def test_a_tie_off_the_cursors_line_comes_after_the_top_record_and_its_siblings_after_its():
     idx = tie_index()
     ask = query("attention heads kv qk norm")
     tied = [Tied(idx.get("gqa4"))]
-    line = Hints(focus=("qk", "norm", "head"), word=("qk", "norm"))
-    assert ids(find_related(idx, ask, tied, min_score=0.0, limit=None, hints=line)) == ["gqa4", "qk", "noqk", "gqa8"]
-    assert ids(find_related(idx, ask, tied, min_score=0.0, limit=None, hints=line,
-                            levers=replace(ALL_ON, tie_focus=False))) == ["gqa4", "qk", "gqa8", "noqk"]
-    on_its_line = Hints(focus=("kv", "heads"), word=("kv",))  # the tie bears on the cursor's line: first
+    line = Hints(focus=("qk", "norm", "head"), word=("qk", "norm"), in_body=True)
+    on = find_related(idx, ask, tied, min_score=0.0, limit=None, hints=line)
+    assert [(s.record.id, t) for s, t in on.shown()] == [("qk", False), ("gqa4", True), ("noqk", False), ("gqa8", False)]
+    assert on.shown(2) == on.shown()[:2] and on.more(2) == 2 and on.total == 4
+    off = find_related(idx, ask, tied, min_score=0.0, limit=None, hints=line, levers=replace(ALL_ON, tie_focus=False))
+    assert [(s.record.id, t) for s, t in off.shown()] == [("gqa4", True), ("qk", False), ("gqa8", False), ("noqk", False)]
+    on_its_line = Hints(focus=("kv", "heads"), word=("kv",), in_body=True)  # the tie bears on the line: first
     assert ids(find_related(idx, ask, tied, min_score=0.0, limit=None, hints=on_its_line))[:3] == ["gqa4", "gqa8", "qk"]
+    name_line = replace(line, in_body=False)  # on the definition's own name line every tie to it is asked
+    assert ids(find_related(idx, ask, tied, min_score=0.0, limit=None, hints=name_line))[:2] == ["gqa4", "qk"]
+    lens = find_related(idx, ask, tied, min_score=0.0, limit=None)  # no cursor line (a lens): ties first
+    assert ids(lens)[0] == "gqa4" and lens.late == ()
 
 
-def test_sibling_anchors_put_ties_off_the_cursor_after_the_top_record():
+def test_an_alias_of_a_word_on_the_line_keeps_a_tie_first():
+    idx = tie_index()
+    tied = idx.score(query("attention heads kv qk norm grouped query"), ["gqa4"])
+    assert off_the_line(tied, Hints(focus=("gqa",), in_body=True).near) == tied
+    assert off_the_line(tied, Hints(focus=("gqa",), aliases=(("gqa", "grouped", "query"),), in_body=True).near) == []
+
+
+def test_off_the_line_needs_a_cursor():
     idx = tie_index()
     tied = idx.score(query("attention heads kv qk norm"), ["gqa4", "qk"])
-    assert sibling_anchors(tied, ["noqk"], ()) == ["gqa4", "qk", "noqk"]  # a lens: nothing near a cursor
-    assert sibling_anchors(tied, ["noqk"], ("norm",)) == ["qk", "noqk", "gqa4"]
+    assert off_the_line(tied, ()) == []
+    assert [s.record.id for s in off_the_line(tied, ("norm",))] == ["gqa4"]

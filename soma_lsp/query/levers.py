@@ -43,9 +43,10 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   the scope (`evidence.COMPONENT_BONUS` × its structural term): the core leaves structural out for
   a record without an architecture, so a run naming the very parts this code builds scored below
   one naming none.
-* `tie_focus` — a tie that matches no term of the cursor's line or word (a run tied to the
-  enclosing class, about another line of it) brings its siblings after the top ranked record's,
-  not before (`evidence.sibling_anchors`).
+* `tie_focus` — on a line of a definition's body, a tie that matches no term of the cursor's line
+  or word (a run tied to the enclosing class, about another part of it) is shown after the top
+  ranked record, not before, and its siblings after that record's (`related.late_ties`). On the
+  definition's own name line every tie to it is about what is asked, and stays first.
 """
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ core's ranking (docs/spec.md §2) — only which ranked records pass and in what
 * **siblings** (`siblings_of`): records of the same experiment as a tied or top-ranked record — the
   same name stem (`lr-3e-4-1b` ~ `lr-1e-3-1b`), or one naming the other ("re-run of rope-theta-1m")
   — follow it, labelled "sibling of …": who must see one must see its siblings.
-  A tie that matches nothing near the cursor brings its siblings after the top record's
-  (`sibling_anchors`, lever `tie_focus`).
+  Inside a definition's body, a tie that matches nothing near the cursor comes after the top ranked
+  record, its siblings after that record's (`off_the_line`, lever `tie_focus`).
 * **components** (`COMPONENT_BONUS`): a ranked record that shares components with the scope moves up
   by its structural share — the parts this code builds, named by the run, are evidence the core's
   weights under-count.
@@ -76,18 +76,14 @@ NAME_BONUS = 0.5
 COMPONENT_BONUS = 0.6
 
 
-def sibling_anchors(tied: Sequence[ScoredRecord], top: Sequence[str], near: Sequence[str]) -> list[str]:
-    """The records whose siblings follow the top ranked record, in order: the ties, then the top
-    record. With `near` (the terms of the cursor's line and word, lever `tie_focus`), a tie that
-    matches none of them comes after the top record: a run tied to the enclosing class or function
-    is not about the line the cursor is on (`gqa-4-kv-heads`, tied to `Attention`, on the line that
-    builds the QK-norm), so its sweep's other arms should not push the top record's out of the top 3."""
-    ties = [s.record.id for s in tied]
-    if not near:
-        return ties + list(top)
+def off_the_line(tied: Sequence[ScoredRecord], near: Sequence[str]) -> list[ScoredRecord]:
+    """The tied records that match no term near the cursor (`near`: the terms of its line, of the
+    word under it and their aliases; none without a cursor, as for a lens), lever `tie_focus`: a run
+    tied to the enclosing class or function is about that definition, not about the line of its
+    body the cursor is on (`gqa-4-kv-heads`, tied to `Attention`, on the line that builds the
+    QK-norm). Such a tie is shown after the top ranked record, its siblings after that record's."""
     wanted = set(near)
-    bearing = [s.record.id for s in tied if wanted.intersection(s.components.matched_terms)]
-    return bearing + list(top) + [i for i in ties if i not in bearing]
+    return [s for s in tied if wanted and wanted.isdisjoint(s.components.matched_terms)]
 
 
 def names_the_word(record: Record, word: Sequence[str]) -> bool:
@@ -423,5 +419,5 @@ def siblings_of(index: LiveIndex, anchors: Iterable[Record], exclude: set[str]) 
 
 
 __all__ = ["COMPONENT_BONUS", "FOCUS_BONUS", "MIN_STRENGTH", "NAME_BONUS", "WORD_BONUS", "focus_order", "is_about",
-           "knob_front", "knob_tier", "name_stem", "names_the_word", "sibling_anchors", "siblings_of", "strong",
+           "knob_front", "knob_tier", "name_stem", "names_the_word", "off_the_line", "siblings_of", "strong",
            "with_forms"]
