@@ -71,6 +71,13 @@ def test_a_lens_is_about_the_whole_definition_not_a_line():
     assert at("class RotaryEmbedding", scope="hover").hints.focus == ("rotary", "embedding", "rotaryembedding", "module")
 
 
+def test_in_body_tells_a_line_of_the_body_from_the_definitions_name_line():
+    assert at("return self.drop", scope="find").hints.in_body  # a line of Attention.forward's body
+    assert not at("class RotaryEmbedding", scope="find").hints.in_body  # its own name line
+    assert not at("def forward(self, x)", scope="find").hints.in_body
+    assert not at("class RotaryEmbedding", scope="lens").hints.in_body  # a lens has no line
+
+
 def test_aliases_add_the_other_names_of_the_ideas_near_the_cursor_only():
     assert "rotary" in at("return freqs_cis").text  # the class name says it already
     source = ("def apply(freqs_cis, xq, eps):\n    y = layer_norm(xq, eps)\n"

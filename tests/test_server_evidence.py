@@ -1,4 +1,5 @@
-"""The server's issue-20 levers in process: knob tier, siblings, the strength gate, the cursor's line."""
+"""The server's issue-20 levers in process: knob tier, siblings, the strength gate, the cursor's line,
+shared components, ties off the cursor's line."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import pytest
 from soma_lsp.query import ALL_ON, Hints, Levers
 from soma_lsp.records import parse_record
 from soma_lsp.retrieval import LiveIndex, RetrievalQuery
-from soma_lsp.server.evidence import focus_order, name_stem, names_the_word, with_forms
-from soma_lsp.server.related import find_related
+from soma_lsp.server.evidence import focus_order, name_stem, names_the_word, off_the_line, with_forms
+from soma_lsp.server.related import Tied, find_related
 from soma_lsp.server.standing import OLD_RUN_SHARE, lift
 
 NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
@@ -225,3 +226,63 @@ def test_a_word_the_pool_spells_otherwise_is_asked_in_its_spelling():
     off = find_related(idx, ask, (), min_score=0.0, limit=None, hints=near, min_terms=1,
                        levers=replace(ALL_ON, forms=False))
     assert "gain" in ids(on) and "gain" not in ids(off)
+
+
+def test_shared_components_move_a_run_up_in_the_order():
+    """The core leaves structural out for a run without an architecture, so a run naming the parts this
+    code builds scored below one naming none; lever `components` orders it first."""
+    idx = LiveIndex([parse_record(r) for r in [
+        {"id": "post-norm", "name": "post-norm-vit", "status": "failed", "finished_at": "2026-11-01T00:00:00Z",
+         "conclusion": "norm after the mlp residual diverges",
+         "architecture": ["LayerNorm", "MultiHeadDotProductAttention"]},
+        {"id": "dropout", "name": "mlp-dropout", "status": "failed", "finished_at": "2026-11-01T00:00:00Z",
+         "conclusion": "dropout in the mlp costs top-1"},
+    ]])
+    ask = RetrievalQuery(text="encoder block mlp dropout norm", now=NOW, limit=None,
+                         architecture={"LayerNorm": 2, "MultiHeadDotProductAttention": 1, "Dense": 2})
+    shared = idx.score(ask, ["post-norm"])[0]
+    assert 0 < shared.components.structural < 1 and shared.score < idx.score(ask, ["dropout"])[0].score
+    assert ids(find_related(idx, ask, (), min_score=0.0, limit=None, min_terms=1)) == ["post-norm", "dropout"]
+    assert ids(find_related(idx, ask, (), min_score=0.0, limit=None, min_terms=1,
+                            levers=replace(ALL_ON, components=False))) == ["dropout", "post-norm"]
+
+
+def tie_index():
+    raw = [("gqa4", "gqa-4-kv-heads", "grouped query attention with 4 kv heads shrinks the cache"),
+           ("gqa8", "gqa-8-kv-heads", "8 kv heads: no better than 4"),
+           ("qk", "qk-norm-lr-6e-4", "qk norm on queries and keys removes the loss spikes"),
+           ("noqk", "no-qk-norm-lr-6e-4", "without qk norm lr 6e-4 diverges")]
+    return LiveIndex([parse_record({"id": i, "name": n, "conclusion": c, "finished_at": f"2026-{month}-01T00:00:00Z"})
+                      for (i, n, c), month in zip(raw, ("11", "11", "11", "06"))])
+
+
+def test_a_tie_off_the_cursors_line_comes_after_the_top_record_and_its_siblings_after_its():
+    idx = tie_index()
+    ask = query("attention heads kv qk norm")
+    tied = [Tied(idx.get("gqa4"))]
+    line = Hints(focus=("qk", "norm", "head"), word=("qk", "norm"), in_body=True)
+    on = find_related(idx, ask, tied, min_score=0.0, limit=None, hints=line)
+    assert [(s.record.id, t) for s, t in on.shown()] == [("qk", False), ("gqa4", True), ("noqk", False), ("gqa8", False)]
+    assert on.shown(2) == on.shown()[:2] and on.more(2) == 2 and on.total == 4
+    off = find_related(idx, ask, tied, min_score=0.0, limit=None, hints=line, levers=replace(ALL_ON, tie_focus=False))
+    assert [(s.record.id, t) for s, t in off.shown()] == [("gqa4", True), ("qk", False), ("gqa8", False), ("noqk", False)]
+    on_its_line = Hints(focus=("kv", "heads"), word=("kv",), in_body=True)  # the tie bears on the line: first
+    assert ids(find_related(idx, ask, tied, min_score=0.0, limit=None, hints=on_its_line))[:3] == ["gqa4", "gqa8", "qk"]
+    name_line = replace(line, in_body=False)  # on the definition's own name line every tie to it is asked
+    assert ids(find_related(idx, ask, tied, min_score=0.0, limit=None, hints=name_line))[:2] == ["gqa4", "qk"]
+    lens = find_related(idx, ask, tied, min_score=0.0, limit=None)  # no cursor line (a lens): ties first
+    assert ids(lens)[0] == "gqa4" and lens.late == ()
+
+
+def test_an_alias_of_a_word_on_the_line_keeps_a_tie_first():
+    idx = tie_index()
+    tied = idx.score(query("attention heads kv qk norm grouped query"), ["gqa4"])
+    assert off_the_line(tied, Hints(focus=("gqa",), in_body=True).near) == tied
+    assert off_the_line(tied, Hints(focus=("gqa",), aliases=(("gqa", "grouped", "query"),), in_body=True).near) == []
+
+
+def test_off_the_line_needs_a_cursor():
+    idx = tie_index()
+    tied = idx.score(query("attention heads kv qk norm"), ["gqa4", "qk"])
+    assert off_the_line(tied, ()) == []
+    assert [s.record.id for s in off_the_line(tied, ("norm",))] == ["gqa4"]

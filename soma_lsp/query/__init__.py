@@ -82,12 +82,21 @@ class Hints:
     order), ``settings`` the (knob, canonical value, as written) set on that line (lever `knob`),
     ``aliases`` the alias groups that fired (lever `aliases`: one idea each), ``word`` the terms of
     the word under the cursor (lever `cursor`: a record matching it is evidence enough for
-    find-related)."""
+    find-related), ``in_body`` whether the cursor's line lies in the scope's body rather than on its
+    name line (lever `tie_focus`: a tie to the enclosing definition is about that definition, not
+    about a line of its body)."""
 
     focus: tuple[str, ...] = ()
     settings: tuple[tuple[str, str, str], ...] = ()
     aliases: tuple[tuple[str, ...], ...] = ()
     word: tuple[str, ...] = ()
+    in_body: bool = False
+
+    @property
+    def near(self) -> tuple[str, ...]:
+        """The terms near the cursor: its line's, the word's, and the other names of the ideas named
+        there (the alias groups that fired) — what a record must match to be about the cursor's line."""
+        return tuple(dict.fromkeys((*self.focus, *self.word, *(t for group in self.aliases for t in group))))
 
 
 NO_HINTS = Hints()
@@ -325,7 +334,8 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
     arch = _bag(doc, start, end, whole=basis == "file", cls=cls)
     return BuiltQuery(text, arch, scope_def, word, basis,
                       (index.position(start), index.position(end)), doc.lang, word_range, _ask(text, word),
-                      hints=Hints(focus, _line_settings(doc, pos, levers), groups, tuple(tokenize(word)) if word else ()))
+                      hints=Hints(focus, _line_settings(doc, pos, levers), groups, tuple(tokenize(word)) if word else (),
+                                  in_body=bool(focus) and scope_def is not None and pos[0] != scope_def.name_range[0][0]))
 
 
 __all__ = [

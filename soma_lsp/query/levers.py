@@ -39,6 +39,14 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   does is asked in the pool's spellings of it too (`initializer` → `initialised`, `normalize` →
   `normalisation`; `word_forms`, a handful of English suffixes and -ise/-ize). Expanding every
   word of the scope, or words the pool already holds, moved as many probes down as up.
+* `components` — the gated ranking is ordered with a bonus for the components a record shares with
+  the scope (`evidence.COMPONENT_BONUS` × its structural term): the core leaves structural out for
+  a record without an architecture, so a run naming the very parts this code builds scored below
+  one naming none.
+* `tie_focus` — on a line of a definition's body, a tie that matches no term of the cursor's line
+  or word (a run tied to the enclosing class, about another part of it) is shown after the top
+  ranked record, not before, and its siblings after that record's (`related.late_ties`). On the
+  definition's own name line every tie to it is about what is asked, and stays first.
 """
 
 from __future__ import annotations
@@ -58,6 +66,8 @@ class Levers:
     old_runs: bool = True
     named: bool = True
     forms: bool = True
+    components: bool = True
+    tie_focus: bool = True
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

@@ -22,6 +22,11 @@ core's ranking (docs/spec.md §2) — only which ranked records pass and in what
 * **siblings** (`siblings_of`): records of the same experiment as a tied or top-ranked record — the
   same name stem (`lr-3e-4-1b` ~ `lr-1e-3-1b`), or one naming the other ("re-run of rope-theta-1m")
   — follow it, labelled "sibling of …": who must see one must see its siblings.
+  Inside a definition's body, a tie that matches nothing near the cursor comes after the top ranked
+  record, its siblings after that record's (`off_the_line`, lever `tie_focus`).
+* **components** (`COMPONENT_BONUS`): a ranked record that shares components with the scope moves up
+  by its structural share — the parts this code builds, named by the run, are evidence the core's
+  weights under-count.
 """
 
 from __future__ import annotations
@@ -60,6 +65,26 @@ WORD_BONUS = 0.20
 #: in score units (tuned on the tune probes: 0.2 / 0.3 / 0.5 / 0.8 / 1.2 gave tune nDCG@5 0.813 / 0.813 /
 #: 0.819 / 0.819 / 0.819, the same R@3 0.843).
 NAME_BONUS = 0.5
+
+
+#: How far a ranked record moves up per unit of its structural term (the weighted Jaccard of the
+#: components it shares with the scope, docs/spec.md §2.4), lever `components`, in score units. The
+#: core gives structural 0.25 of the score and a record without an architecture has it left out,
+#: not scored 0 — so a run that names the very parts this code builds (`post-norm-vit` with
+#: `LayerNorm`, `MultiHeadDotProductAttention` for `Encoder1DBlock`) scored *below* one that names
+#: none. Tuned on the tune probes: 0.2 / 0.3 / 0.4 / 0.6 / 0.8 gave tune nDCG@5 0.839 / 0.843 / 0.845 /
+#: 0.847 / 0.846, R@3 0.866 / 0.871 / 0.886 / 0.886 / 0.886 (docs/benchmarks.md § Quality, try 46).
+COMPONENT_BONUS = 0.6
+
+
+def off_the_line(tied: Sequence[ScoredRecord], near: Sequence[str]) -> list[ScoredRecord]:
+    """The tied records that match no term near the cursor (`near`: the terms of its line, of the
+    word under it and their aliases; none without a cursor, as for a lens), lever `tie_focus`: a run
+    tied to the enclosing class or function is about that definition, not about the line of its
+    body the cursor is on (`gqa-4-kv-heads`, tied to `Attention`, on the line that builds the
+    QK-norm). Such a tie is shown after the top ranked record, its siblings after that record's."""
+    wanted = set(near)
+    return [s for s in tied if wanted and wanted.isdisjoint(s.components.matched_terms)]
 
 
 def names_the_word(record: Record, word: Sequence[str]) -> bool:
@@ -409,4 +434,6 @@ def siblings_of(index: LiveIndex, anchors: Iterable[Record], exclude: set[str]) 
     return list(out.items())
 
 
-__all__ = ["FOCUS_BONUS", "MIN_STRENGTH", "NAME_BONUS", "WORD_BONUS", "focus_order", "is_about", "knob_front", "knob_tier", "name_stem", "names_the_word", "siblings_of", "strong", "with_forms"]
+__all__ = ["COMPONENT_BONUS", "FOCUS_BONUS", "MIN_STRENGTH", "NAME_BONUS", "WORD_BONUS", "focus_order", "is_about",
+           "knob_front", "knob_tier", "name_stem", "names_the_word", "off_the_line", "siblings_of", "strong",
+           "with_forms"]

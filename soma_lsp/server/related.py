@@ -23,7 +23,8 @@ builder, never a feature or the session.
   "find related experiments" on the whole file, the file-level lens), and inside a definition the
   record has to pass the gate like any other. The whole-file scope of "find related experiments"
   takes every tie in the file. Ties pass the gate whatever their score, come first, dead ends first
-  among them, then by score.
+  among them, then by score — except, with lever `tie_focus`, a tie off the line of a body the
+  cursor is on, which comes right after the first ranked record (`late_ties`).
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ HOVER_COUNT_CAP = 50
 
 @dataclass(frozen=True, slots=True)
 class Related:
-    """Tied records (marked), then ranked ones; `total` counts both up to COUNT_CAP (`capped`)."""
+    """Tied records (marked), then ranked ones — the ties in `late` (off the cursor's line, lever
+    `tie_focus`) right after the first ranked one; `total` counts all up to COUNT_CAP (`capped`)."""
 
     tied: tuple[ScoredRecord, ...]
     ranked: tuple[ScoredRecord, ...]
@@ -58,20 +60,23 @@ class Related:
     capped: bool
     commits: Mapping[str, CommitTie] = field(default_factory=dict)  # record id → its tie through a commit
     labels: tuple[tuple[str, str], ...] = ()  # (record id, why it is shown) from `evidence`
-    def shown(self, limit: int) -> list[tuple[ScoredRecord, bool]]:
-        """The first `limit` results as (scored, tied)."""
-        items = [(s, True) for s in self.tied] + [(s, False) for s in self.ranked]
-        return items[:limit]
+    late: tuple[ScoredRecord, ...] = ()  # tied records shown after the first ranked one
+
+    def shown(self, limit: int | None = None) -> list[tuple[ScoredRecord, bool]]:
+        """The first `limit` results (None: all) as (scored, tied)."""
+        items = ([(s, True) for s in self.tied] + [(s, False) for s in self.ranked[:1]]
+                 + [(s, True) for s in self.late] + [(s, False) for s in self.ranked[1:]])
+        return items if limit is None else items[:limit]
 
     def more(self, limit: int) -> int:
-        return max(0, self.total - min(limit, len(self.tied) + len(self.ranked)))
+        return max(0, self.total - min(limit, len(self.tied) + len(self.late) + len(self.ranked)))
 
     @property
     def dead_ends(self) -> int:
-        return sum(s.dead_end for s in (*self.tied, *self.ranked))
+        return sum(s.dead_end for s in (*self.tied, *self.late, *self.ranked))
 
     def __bool__(self) -> bool:
-        return bool(self.tied or self.ranked)
+        return bool(self.tied or self.late or self.ranked)
 
 
 def tie_points_at(symbol: str | None, scope: Definition | None, defs: Sequence[Definition], *,
@@ -138,11 +143,14 @@ def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], 
 
     With lever `forms` the query first gains the pool's spellings of the words near the cursor that
     the pool does not hold as written (`evidence.with_forms`); ties are scored with that query too.
+    With lever `tie_focus`, a tie that matches nothing near the cursor inside a definition's body
+    (`late_ties`) is shown after the first ranked record (`Related.late`), not before it.
     `unasked`: for a hover, which must stay quiet where nothing relates: the strength gate drops weak
     ranked records there (lever `strength`), not from find-related (lenses: `worth_a_lens`).
     `limit` bounds what is returned (None: everything up to COUNT_CAP); with `count`, the gated
-    ranking is read to `count_cap` to say how many there are in all. `similarity` (an embedder's,
-    `server.embedder`, off by default) adds its bonus to each gated record's standing in the order."""
+    ranking is read to `count_cap` to say how many there are in all. The gated ranking is ordered by
+    standing, plus (lever `components`) `evidence.COMPONENT_BONUS` × its structural term, plus the
+    bonuses of `named` and `similarity` (an embedder's, `server.embedder`, off by default)."""
     tied = list(tied)
     if levers.forms:
         query = evidence.with_forms(index, query, hints.focus + hints.word)
@@ -164,9 +172,12 @@ def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], 
               and (stands(s) >= min_score or s.record.id in named)]
     bonus = similarity(ranked) if similarity is not None else {}
 
+    shared = evidence.COMPONENT_BONUS if levers.components else 0.0
+
     def order(s: ScoredRecord) -> float:
-        return stands(s) + bonus.get(s.record.id, 0.0) + (evidence.NAME_BONUS if s.record.id in named else 0.0)
-    if lifted or bonus:
+        return (stands(s) + bonus.get(s.record.id, 0.0) + (evidence.NAME_BONUS if s.record.id in named else 0.0)
+                + shared * (s.components.structural or 0.0))
+    if lifted or bonus or shared:
         ranked.sort(key=lambda s: (-order(s), s.record.id))
     capped = len(ranked_all) >= want + len(tied_set) and want > 0
     ranked, labels = arrange(index, query, tied_scored, ranked, gate=unasked and min_terms > 1,
@@ -174,15 +185,17 @@ def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], 
     total = len(tied_scored) + len(ranked)
     if limit is not None:
         ranked = ranked[: max(0, limit - len(tied_scored))]
+    late = late_ties(tied_scored, levers, hints) if ranked else []
+    first = [s for s in tied_scored if s not in late]
     commits = {t.record.id: t.commit for t in tied if t.commit is not None}
-    return Related(tuple(tied_scored), tuple(ranked), total, capped, commits, labels)
+    return Related(tuple(first), tuple(ranked), total, capped, commits, labels, tuple(late))
 
 
 def worth_a_lens(index: LiveIndex, related: Related, *, levers: Levers, hints: Hints) -> bool:
     """Whether a definition gets a lens: something related, and with lever `strength` something
     strong — a tie, a same-setting record, or a ranked record that passes the strength gate. The
     lens's count stays that of find-related at its position (spec §4.3); only whether it shows moves."""
-    if not related or not levers.strength or related.tied:
+    if not related or not levers.strength or related.tied or related.late:
         return bool(related)
     if any(label.startswith("same setting") for _, label in related.labels):
         return True
@@ -192,6 +205,13 @@ def worth_a_lens(index: LiveIndex, related: Related, *, levers: Levers, hints: H
                for s in related.ranked if s.record.id not in labelled)
 
 
+def late_ties(tied: Sequence[ScoredRecord], levers: Levers, hints: Hints) -> list[ScoredRecord]:
+    """Lever `tie_focus`: the tied records that match nothing near the cursor, when it is inside a
+    definition's body (`hints.in_body`; on its name line the whole definition is asked, and every tie
+    to it is about that): shown after the top ranked record, their siblings after that record's."""
+    return evidence.off_the_line(tied, hints.near) if levers.tie_focus and hints.in_body else []
+
+
 def arrange(index: LiveIndex, query: RetrievalQuery, tied: Sequence[ScoredRecord],
             ranked: list[ScoredRecord], *, gate: bool, levers: Levers, hints: Hints,
             order: Callable[[ScoredRecord], float] = lambda s: s.score,
@@ -199,7 +219,8 @@ def arrange(index: LiveIndex, query: RetrievalQuery, tied: Sequence[ScoredRecord
     """The issue-20 levers on a gated ranking (see `evidence`): the strength gate, the cursor's line,
     then the tiers, which pass the gate whatever their score: the records that set a knob of the
     cursor's line (`evidence.knob_front`), each followed by its siblings; then the top ranked record,
-    which keeps its place; then the siblings of the ties and of that top record."""
+    which keeps its place; then the siblings of the ties and of that top record (those of a tie off
+    the cursor's line after the top record's, lever `tie_focus`)."""
     if levers.strength and gate and ranked:
         idf = index.idf_of(t for s in ranked for t in s.components.matched_terms)
         ranked = [s for s in ranked if evidence.strong(s, idf, hints.aliases, n_records=len(index))]
@@ -212,7 +233,9 @@ def arrange(index: LiveIndex, query: RetrievalQuery, tied: Sequence[ScoredRecord
     top = [s.record.id for s in ranked[:1]]
     for record_id in top:  # the top ranked record keeps its place …
         tiers.place(record_id, follow=False)
-    for record_id in [s.record.id for s in tied] + top:  # … the siblings of the ties and of it follow
+    late = late_ties(tied, levers, hints)
+    anchors = [s.record.id for s in tied if s not in late] + top + [s.record.id for s in late]
+    for record_id in anchors:  # … the siblings of the ties and of it follow (of a tie off the line, after it)
         tiers.follow(record_id)
     if not tiers.front:
         return ranked, ()

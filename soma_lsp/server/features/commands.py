@@ -149,7 +149,7 @@ async def find_related_experiments(session: Session, pools: PoolService,
                                 limit=limit or None, levers=snap.settings.levers, hints=built.hints,
                                 similarity=similarity_for(snap.settings, query.text))
         related = await session.run_query(work)
-    shown = related.shown(limit or len(related.tied) + len(related.ranked))
+    shown = related.shown(limit or None)
     results = [convert.result(scored, tied, related.commits.get(scored.record.id)) for scored, tied in shown]
     if snap.partial is not None:  # the first load still runs: from the records loaded so far
         for result in results:
