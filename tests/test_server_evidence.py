@@ -110,8 +110,13 @@ def sweep_index():
         {"id": "lr-high", "name": "lr-1e-3-1b", "status": "failed", "notes": "lr=1e-3",
          "finished_at": "2025-02-02T00:00:00Z", "conclusion": "peak lr diverges"},
     ]
-    raw += [{"id": f"f{i}", "name": f"filler-{i}", "conclusion": f"unrelated run number {i}",
-             "finished_at": "2026-11-20T00:00:00Z"} for i in range(8)]
+    return with_fillers(raw)
+
+
+def with_fillers(raw: list[dict]) -> LiveIndex:
+    """An index of these records and eight recent unrelated runs (so that idf tells words apart)."""
+    raw = raw + [{"id": f"f{i}", "name": f"filler-{i}", "conclusion": f"unrelated run number {i}",
+                  "finished_at": "2026-11-20T00:00:00Z"} for i in range(8)]
     return LiveIndex([parse_record(r) for r in raw])
 
 
@@ -173,9 +178,7 @@ def named_index():
         {"id": "mlp", "name": "mlp-dropout-0.1", "status": "regressed", "finished_at": "2026-11-01T00:00:00Z",
          "conclusion": "dropout in the mlp block costs top-1", "notes": "dropout_rate=0.1 in the dense block"},
     ]
-    raw += [{"id": f"f{i}", "name": f"filler-{i}", "conclusion": f"unrelated run number {i}",
-             "finished_at": "2026-11-20T00:00:00Z"} for i in range(8)]
-    return LiveIndex([parse_record(r) for r in raw])
+    return with_fillers(raw)
 
 
 def test_a_run_named_after_the_word_under_the_cursor_passes_the_gate_when_asked():
