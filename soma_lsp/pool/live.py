@@ -222,10 +222,7 @@ class LivePool:
             return
         with self._lock:
             self._files = {load.path: load for load in state.files}
-            self._dirs = {}
-            for path in self._files:
-                directory = _directory(path)
-                self._dirs[directory] = self._dirs.get(directory, 0) + 1
+            self._dirs = dict(Counter(map(_directory, self._files)))
             self._problem_files = {load.path for load in state.files if load.problems}
             self._claims, self._visible, self._dups, self._store = state.claims, state.visible, state.dups, state.store
             self.version += 1
