@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from soma_lsp.pool import LivePool, loader
+from soma_lsp.pool import LivePool, loader, snapshot
 from soma_lsp.pool.snapshot import cache_directory
 from soma_lsp.retrieval import LiveIndex, RetrievalQuery
 from soma_lsp.server import evidence
@@ -143,8 +143,8 @@ def test_an_extra_value_a_snapshot_cannot_hold_keeps_its_file_read_each_time(tmp
     assert str(pool.get("exp-1").extra["owner_since"]) == "2025-01-02" and pool.get("exp-2") is not None
 
 
-@pytest.mark.parametrize("spoil", ["truncated", "garbage", "one byte flipped", "empty", "writable by others",
-                                   "other format"])
+@pytest.mark.parametrize("spoil", ["truncated", "garbage", "a record's byte flipped", "a header byte flipped",
+                                   "empty", "writable by others", "other format"])
 def test_a_snapshot_we_cannot_trust_is_ignored_and_the_pool_read(tmp_path, caplog, spoil):
     root, cache = tmp_path / "pool", tmp_path / "cache"
     varied_pool(root)
@@ -156,7 +156,10 @@ def test_a_snapshot_we_cannot_trust_is_ignored_and_the_pool_read(tmp_path, caplo
         path.write_bytes(data[:len(data) // 2])
     elif spoil == "garbage":
         path.write_bytes(data[:100] + os.urandom(len(data) - 100))
-    elif spoil == "one byte flipped":  # in a record's text, near the end: everything else still fits
+    elif spoil == "a record's byte flipped":  # the records come first: everything else still fits
+        at = snapshot.PREFIX + 5
+        path.write_bytes(data[:at] + bytes([data[at] ^ 1]) + data[at + 1:])
+    elif spoil == "a header byte flipped":  # the header comes last
         path.write_bytes(data[:-40] + bytes([data[-40] ^ 1]) + data[-39:])
     elif spoil == "empty":
         path.write_bytes(b"")
@@ -169,6 +172,8 @@ def test_a_snapshot_we_cannot_trust_is_ignored_and_the_pool_read(tmp_path, caplo
     pool = open_pool(root, cache, lambda done, total: read.append(total))
     assert read[-1] > 0 and answers(pool) == answers(open_pool(root, None))
     assert "ignoring snapshot" in caplog.text
+    if "flipped" in spoil:
+        assert ("header checksum" in caplog.text) == ("header" in spoil) and "checksum" in caplog.text
 
 
 def test_a_restored_index_keeps_updating_and_compacting(tmp_path):

@@ -1,14 +1,17 @@
 """A loaded pool and its index on disk, so that a restart on an unchanged pool reads no record file.
 
 One file per set of roots, in the user's cache directory (never in a pool): after a short prefix (size,
-the header's size, CRC-32), the records as bytes, which are decoded only when something shows them
+the header's size, a CRC-32 of the body and one of the header), the records as bytes, which are decoded only when something shows them
 (`stored.RecordStore`), then raw arrays (postings, columns), then a `marshal` header that locates
 them — the pool's files with their stamps and problems, the duplicate-id claims, the index's ids,
 vocabularies, ties and the ids of the records naming a commit (last, so that the file is written
 front to back while the records are encoded: `write`). The file is read
-whole into memory and checked (size, CRC-32) before anything in it is used — not mapped: a mapping
+whole into memory and checked (size, CRC-32s) before anything in it is used — not mapped: a mapping
 faults the reader with SIGBUS when the file is truncated under it, and bytes read cannot change after
-the check (issue 23; reading costs ≈ 30-60 ms for 150 MB, docs/benchmarks.md).
+the check (issue 23; reading costs ≈ 30-60 ms for 150 MB, docs/benchmarks.md). The header has its own
+checksum so that it is checked and decoded while another thread reads and checks the body (reading
+and `zlib.crc32` release the interpreter): at 1M records the body's read and check (≈ 2 s) and the
+header's decode (≈ 1.5 s) were a restart's three biggest steps one after another (issue 22 point 5).
 
 Never stale: `LivePool.load` takes a file from the snapshot only when the listing's stamp (size,
 mtime_ns, ctime_ns, inode, device: `loader.stamp_of`) equals the stamp the file had when it was read,
@@ -35,11 +38,12 @@ import sys
 import tempfile
 import zlib
 from array import array
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import orjson
@@ -56,10 +60,10 @@ from .problems import NO_PROBLEMS, Problem
 
 log = logging.getLogger(__name__)
 
-FORMAT = 7  # 7: claims packed (`pool.claims`), stamps as bytes (`loader.stamp_of`), no file sizes
+FORMAT = 8  # 8: the header's own CRC; 7: claims packed (`pool.claims`), stamps as bytes, no file sizes
 MAGIC = b"SOMASNAP"
 ALIGN = 64
-PREFIX = len(MAGIC) + 24  # the magic, then the file's size, the header's and the CRC-32 of what follows
+PREFIX = len(MAGIC) + 32  # the magic, the file's size, the header's size, the body's CRC-32, the header's
 
 
 def cache_directory(environ: Mapping[str, str]) -> Path:
@@ -145,8 +149,7 @@ def write(path: Path, state: PoolState, limits: CacheLimits = CacheLimits()) -> 
             "slot_of": index.slot_of, "ties": index.ties, "total_dl": index.total_dl,
             "dead_slots": index.dead_slots, "commits": sorted(index.commits), "arrays": layout,
             "records": records})
-        out.pieces([header])
-        out.header_size = len(header)
+        out.header(header)
     tidy(path.parent, limits, keep=(path,))
 
 
@@ -176,13 +179,14 @@ def _encoded(state: PoolState, files: list[tuple], start_of: dict[str, int], off
 
 
 class _Output:
-    """A snapshot file written front to back into a new file in `path`'s directory, its CRC-32 taken
-    as the bytes go out (the written file is not read or mapped back: its pages would count in this
-    process's memory); on a clean exit the prefix (magic, size, `header_size`, CRC) goes in front,
-    the file is synced and renamed over `path` — on an error it is removed."""
+    """A snapshot file written front to back into a new file in `path`'s directory, the body's CRC-32
+    taken as the bytes go out (the written file is not read or mapped back: its pages would count in
+    this process's memory); on a clean exit the prefix (magic, size, the header's size, both CRCs)
+    goes in front, the file is synced and renamed over `path` — on an error it is removed."""
 
     def __init__(self, path: Path) -> None:
-        self.path, self.at, self.check, self.header_size = path, PREFIX, 0, 0
+        self.path, self.at, self.check = path, PREFIX, 0
+        self.header_size = self.header_check = 0
 
     def __enter__(self) -> _Output:
         path = self.path
@@ -212,6 +216,12 @@ class _Output:
     def pad_to(self, at: int) -> None:
         self._write(bytes(at - self.at))
 
+    def header(self, header: bytes) -> None:
+        """The header, last, with its own CRC (not the body's: `_decode` checks them apart)."""
+        self.file.write(header)
+        self.at += len(header)
+        self.header_size, self.header_check = len(header), zlib.crc32(header)
+
     def _write(self, data: bytes | memoryview) -> None:
         self.file.write(data)
         self.check = zlib.crc32(data, self.check)
@@ -222,7 +232,8 @@ class _Output:
             if kind is None:
                 f = self.file
                 f.seek(0)
-                f.write(MAGIC + b"".join(n.to_bytes(8, "little") for n in (self.at, self.header_size, self.check)))
+                f.write(MAGIC + b"".join(n.to_bytes(8, "little")
+                                         for n in (self.at, self.header_size, self.check, self.header_check)))
                 f.flush()
                 os.fsync(f.fileno())  # the rename below must not land before the bytes (a crash would leave zeros)
             self.file.close()
@@ -260,14 +271,12 @@ def read(path: Path) -> PoolState | None:
             if not stat.S_ISREG(status.st_mode):
                 log.warning("ignoring snapshot %s: not a regular file", path)
                 return None
-            data = f.read()
+            state = _decode(f, status.st_size)
     except FileNotFoundError:
         return None
     except OSError as error:
         log.warning("ignoring snapshot %s: %s", path, error)
         return None
-    try:
-        state = _decode(data)
     except Exception as error:  # noqa: BLE001 - a bad snapshot means reading the pool, nothing worse
         log.warning("ignoring snapshot %s: %r", path, error)
         return None
@@ -278,13 +287,32 @@ def read(path: Path) -> PoolState | None:
     return state
 
 
-def _decode(data: bytes) -> PoolState:
-    size, header_size, check = (int.from_bytes(data[i:i + 8], "little") for i in range(len(MAGIC), PREFIX, 8))
-    if data[:len(MAGIC)] != MAGIC or size != len(data):
-        raise ValueError("not a snapshot, or truncated")
-    if zlib.crc32(memoryview(data)[PREFIX:]) != check:  # (≈ 25 ms for 150 MB)
+def _checked_body(f: BinaryIO, size: int, check: int) -> bytes:
+    """The file's first `size` bytes (prefix and body), once their CRC-32 after the prefix is `check`."""
+    f.seek(0)
+    data = f.read(size)
+    if len(data) != size or zlib.crc32(memoryview(data)[PREFIX:]) != check:  # (≈ 25 ms for 150 MB)
         raise ValueError("damaged (checksum)")
-    header = marshal.loads(memoryview(data)[size - header_size:])
+    return data
+
+
+def _decode(f: BinaryIO, file_size: int) -> PoolState:
+    """The state in an open snapshot: its header checked and decoded here while a thread reads and
+    checks the body (module docstring); nothing of the body is used before its check has passed."""
+    prefix = f.read(PREFIX)
+    size, header_size, check, header_check = (int.from_bytes(prefix[i:i + 8], "little")
+                                              for i in range(len(MAGIC), PREFIX, 8))
+    if prefix[:len(MAGIC)] != MAGIC or size != file_size or not 0 < header_size <= size - PREFIX:
+        raise ValueError("not a snapshot, or truncated")
+    f.seek(size - header_size)
+    header_bytes = f.read(header_size)
+    if zlib.crc32(header_bytes) != header_check:
+        raise ValueError("damaged (header checksum)")
+    with ThreadPoolExecutor(1, thread_name_prefix="snapshot-read") as reader:
+        body = reader.submit(_checked_body, f, size - header_size, check)
+        header = marshal.loads(header_bytes)
+        del header_bytes
+        data = body.result()
     if header.get("format") != FORMAT:
         raise ValueError("another format")
     arrays = {name: np.frombuffer(data, dtype=np.dtype(dtype), count=int(np.prod(shape)), offset=at)
