@@ -170,6 +170,15 @@ async def close_session(session: Session) -> None:
         await client.stop()
 
 
+def small_workspace(root: Path, pool_yaml: str, files: dict[str, str]) -> Path:
+    """A workspace of its own: one pool file in `.soma/pool` and these source files."""
+    (root / ".soma" / "pool").mkdir(parents=True)
+    (root / ".soma" / "pool" / "runs.yaml").write_text(pool_yaml, encoding="utf-8")
+    for name, text in files.items():
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     target = tmp_path / "workspace"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conftest import small_workspace
 from embedder_support import Embeddings, service  # noqa: F401 (a fixture)
 
 CODE = '''def smoothed_loss(logits, targets, eps):
@@ -26,11 +27,7 @@ LOW_GATE = {"hover": {"minScore": 0.2}}  # the records' ages grow with the wall 
 
 
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "embed"
-    (root / ".soma" / "pool").mkdir(parents=True)
-    (root / ".soma" / "pool" / "runs.yaml").write_text(POOL, encoding="utf-8")
-    (root / "loss.py").write_text(CODE, encoding="utf-8")
-    return root
+    return small_workspace(tmp_path / "embed", POOL, {"loss.py": CODE})
 
 
 async def find_related(session) -> list[str]:

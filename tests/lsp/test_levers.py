@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import Session
+from conftest import Session, small_workspace
 
 CODE = '''from dataclasses import dataclass
 
@@ -43,11 +43,7 @@ POOL = '''- id: exp-0117
 
 
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "knobs"
-    (root / ".soma" / "pool").mkdir(parents=True)
-    (root / ".soma" / "pool" / "runs.yaml").write_text(POOL, encoding="utf-8")
-    (root / "args.py").write_text(CODE, encoding="utf-8")
-    return root
+    return small_workspace(tmp_path / "knobs", POOL, {"args.py": CODE})
 
 
 async def hover_on_theta(session: Session) -> str:
