@@ -159,6 +159,15 @@ def test_the_word_under_the_cursor_weighs_on_top_of_its_line():
     assert [s.record.id for s in focus_order(ranked, line, word=("rope",))[:3]] == ["r1", "r2", "r3"]
 
 
+def test_a_record_naming_the_lines_idea_in_other_words_matches_the_line():
+    idx = index()
+    ranked = idx.rank(query("freqs cis rope lr stable"), relevant_only=True)
+    line = ("freqs", "cis")  # the code's name of the rotary table; the notes say "rope"
+    assert ranked[0].record.id == "r3" and focus_order(ranked, line)[0].record.id == "r3"
+    rotary = ("rope", "rotary", "freqs", "cis")  # the alias group the line fired
+    assert [s.record.id for s in focus_order(ranked, line, aliases=(rotary,))[:2]] == ["r1", "r2"]
+
+
 def test_the_settings_of_a_text_are_read_once_per_text():
     from soma_lsp.query import line_knobs
     from soma_lsp.server.features.diagnostics import setting_lines

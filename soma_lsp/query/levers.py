@@ -18,9 +18,10 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   all build the parts `forward`/`__call__`/`call` use), and a class's own name and bases join it.
 * `aliases` — the curated ML vocabulary of `vocabulary.ALIASES` (`freqs_cis` ↔ rotary/RoPE,
   `c_attn` ↔ fused QKV, `ent_coef` ↔ entropy bonus…; docs/vocabulary.md), applied to the ideas named
-  near the cursor (its line, the word under it). Expanding every term of the scope lifted the tune
-  probes but cost the held-out third (R@3 0.859 → 0.797); near the cursor it helps both, so that is
-  what ships.
+  near the cursor (its line, the word under it); in the cursor line's bonus a record naming the idea
+  in other words (`rotary` for `freqs_cis`) matches the line's name of it. Expanding every term of
+  the scope lifted the tune probes but cost the held-out third (R@3 0.859 → 0.797); near the cursor
+  it helps both, so that is what ships.
 * `knob` — a setting on the cursor's line equal to a record's `key=value` (equal as numbers) is
   strong evidence: the runs *about* that knob (its word in their name) come first after the ties,
   labelled "same setting", then the same knob's other values, then runs that mention the same
