@@ -146,11 +146,11 @@ def check(root: Path = QUALITY) -> list[str]:
             problems.append(f"{workspace}: {len(judged)} judged probes, fewer than {least_probes}")
         if len(pool) < least_records:
             problems.append(f"{workspace}: {len(pool)} records in the pool, fewer than {least_records}")
+        why = "a fresh workspace is all held out" if fresh else "every third probe is held out"
         for index, probe in enumerate(judged, 1):
             heldout = fresh or index % 3 == 0
             if probe.heldout != heldout:
-                problems.append(f"{probe.id}: heldout must be {heldout} "
-                                f"({'a fresh workspace is all held out' if fresh else 'every third probe is held out'})")
+                problems.append(f"{probe.id}: heldout must be {heldout} ({why})")
         for probe in probes:
             where = f"{workspace}/{probe.file}:{probe.line}:{probe.character} ({probe.id})"
             if probe.id in seen:
