@@ -6,7 +6,8 @@ copy as its root folder, and every judged probe is asked `soma.findRelatedExperi
 — the editor's own command. The answer's record ids are scored against the probe's grades:
 nDCG@5, R@3 (must-see in the top 3), MRR (first grade ≥ 1); see bench/quality/README.md for the
 exact definitions. Figures are printed overall, by kind, by workspace, and for the tune set and the
-held-out third; then the quiet-by-default check (lenses per definition, empty hovers).
+held-out third, and for the fresh part (`_judged.FRESH`, all held out) on its own; then the
+quiet-by-default check (lenses per definition, empty hovers), the fresh part's apart.
 
 `--lever NAME=off` (repeatable) adds a row per lever switched off, passed to the server as
 `initializationOptions.soma.levers.NAME` and as `SOMA_LEVER_NAME` in its environment.
@@ -69,6 +70,10 @@ def scores(probe: _judged.Probe, ranked: list[str]) -> dict[str, float]:
 
 
 def groups_of(probe: _judged.Probe) -> list[str]:
+    """The groups a probe counts in; a fresh workspace's probes only in `fresh` and its own groups,
+    so that `all`, `tune` and `held-out` stay the first set's."""
+    if probe.workspace in _judged.FRESH:
+        return ["fresh", f"ws:{probe.workspace}"] + [f"fresh kind:{k}" for k in probe.kinds]
     return (["all", "held-out" if probe.heldout else "tune", f"ws:{probe.workspace}"]
             + [f"kind:{k}" for k in probe.kinds])
 
@@ -181,7 +186,7 @@ async def run_workspace(workspace: str, root: Path, levers: dict[str, str],
 
 async def run_config(workspaces: list[str], levers: dict[str, str], extra: dict | None = None) -> dict:
     now = datetime.now(timezone.utc)
-    results, quiet = [], defaultdict(int)
+    results, quiet, fresh_quiet = [], defaultdict(int), defaultdict(int)
     with tempfile.TemporaryDirectory(prefix="soma-quality-") as base:
         os.environ["SOMA_CACHE_DIR"] = str(Path(base) / "cache")
         for workspace in workspaces:
@@ -189,19 +194,19 @@ async def run_config(workspaces: list[str], levers: dict[str, str], extra: dict 
             found, counts = await run_workspace(workspace, root, levers, extra)
             results += found
             for key, value in counts.items():
-                quiet[key] += value
+                (fresh_quiet if workspace in _judged.FRESH else quiet)[key] += value
     name = ", ".join([f"{k}={v}" for k, v in levers.items()] + [f"{k}={v}" for k, v in (extra or {}).items()]) \
         or "baseline"
     return {"name": name, "levers": levers, "summary": summarize(results), "quiet": dict(quiet),
-            "probes": results}
+            "fresh_quiet": dict(fresh_quiet), "probes": results}
 
 
 # -- report ------------------------------------------------------------------------------------------
 
 def group_order(summary: dict) -> list[str]:
-    kinds = [f"kind:{k}" for k in _judged.KINDS if f"kind:{k}" in summary]
-    spaces = [f"ws:{w}" for w in _judged.WORKSPACES if f"ws:{w}" in summary]
-    return [g for g in ("all", "tune", "held-out") if g in summary] + kinds + spaces
+    kinds = [f"{part}kind:{k}" for part in ("", "fresh ") for k in _judged.KINDS if f"{part}kind:{k}" in summary]
+    spaces = [f"ws:{w}" for w in _judged.WORKSPACES + _judged.FRESH if f"ws:{w}" in summary]
+    return [g for g in ("all", "tune", "held-out", "fresh") if g in summary] + kinds + spaces
 
 
 def table(config: dict) -> str:
@@ -209,24 +214,29 @@ def table(config: dict) -> str:
     for group in group_order(config["summary"]):
         s = config["summary"][group]
         rows.append(f"| {group} | {s['n']} | {s['ndcg5']:.3f} | {s['r3']:.3f} | {s['mrr']:.3f} |")
-    q = config["quiet"]
-    rows.append("")
-    rows.append(f"Quiet by default: {q['lensed_definitions']} of {q['definitions']} Python definitions "
-                f"(`def`/`class`) get a code lens ({q['lenses']} lenses; {q['config_lenses']} more on config "
-                f"files); hovers empty at {q['hover_empty_judged']} of {q['judged']} judged "
-                f"probes; hovers shown at {q['hover_shown_quiet']} of {q['quiet']} quiet probes; "
-                f"{q['related_at_quiet']} records from find-related at the quiet probes.")
+    for label, q in (("Quiet by default", config["quiet"]), ("Fresh part, quiet by default", config["fresh_quiet"])):
+        if q:
+            rows += ["", f"{label}: {quiet_line(q)}"]
     return "\n".join(rows)
 
 
+def quiet_line(q: dict) -> str:
+    return (f"{q['lensed_definitions']} of {q['definitions']} Python definitions (`def`/`class`) get a code lens "
+            f"({q['lenses']} lenses; {q['config_lenses']} more on config files); hovers empty at "
+            f"{q['hover_empty_judged']} of {q['judged']} judged probes; hovers shown at {q['hover_shown_quiet']} "
+            f"of {q['quiet']} quiet probes; {q['related_at_quiet']} records from find-related at the quiet probes.")
+
+
 def levers_table(configs: list[dict]) -> str:
-    rows = ["| configuration | all nDCG@5 | all R@3 | all MRR | tune R@3 | held-out R@3 | paraphrase R@3 |",
-            "|---|---|---|---|---|---|---|"]
+    rows = ["| configuration | all nDCG@5 | all R@3 | all MRR | tune R@3 | held-out R@3 | paraphrase R@3 "
+            "| fresh nDCG@5 | fresh R@3 |", "|---|---|---|---|---|---|---|---|---|"]
+    missing = {"ndcg5": float("nan"), "r3": float("nan")}
     for c in configs:
         s = c["summary"]
-        para = s.get("kind:paraphrase", {"r3": float("nan")})["r3"]
+        para, fresh = s.get("kind:paraphrase", missing)["r3"], s.get("fresh", missing)
         rows.append(f"| {c['name']} | {s['all']['ndcg5']:.3f} | {s['all']['r3']:.3f} | {s['all']['mrr']:.3f} | "
-                    f"{s['tune']['r3']:.3f} | {s['held-out']['r3']:.3f} | {para:.3f} |")
+                    f"{s['tune']['r3']:.3f} | {s['held-out']['r3']:.3f} | {para:.3f} | "
+                    f"{fresh['ndcg5']:.3f} | {fresh['r3']:.3f} |")
     return "\n".join(rows)
 
 
@@ -261,7 +271,7 @@ def parse_settings(text: str) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workspace", action="append", choices=_judged.WORKSPACES,
+    parser.add_argument("--workspace", action="append", choices=_judged.WORKSPACES + _judged.FRESH,
                         help="only this workspace (repeatable; default: all)")
     parser.add_argument("--lever", action="append", type=parse_lever, default=[],
                         help="NAME=off: add a row with that lever switched off (repeatable)")
@@ -273,7 +283,7 @@ def main() -> None:
     problems = _judged.check()
     if problems:
         sys.exit("the judged set is broken:\n" + "\n".join(problems))
-    workspaces = args.workspace or list(_judged.WORKSPACES)
+    workspaces = args.workspace or list(_judged.WORKSPACES + _judged.FRESH)
     configs = [asyncio.run(run_config(workspaces, {}))]
     configs += [asyncio.run(run_config(workspaces, {name: value})) for name, value in args.lever]
     configs += [asyncio.run(run_config(workspaces, {}, extra)) for extra in args.settings]

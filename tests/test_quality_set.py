@@ -103,3 +103,16 @@ def test_the_scores_follow_their_definitions():
     assert quality.scores(probe, []) == {"ndcg5": 0.0, "r3": 0.0, "mrr": 0.0}
     worse = quality.ndcg_at(["e", "a", "b", "c", "d"], probe.grades())
     assert 0.0 < worse < 1.0
+
+
+def test_the_fresh_part_is_all_held_out_and_apart(tmp_path):
+    root = tmp_path / "quality"
+    shutil.copytree(_judged.QUALITY, root)
+    fresh = [p for p in _judged.load_all(root, _judged.FRESH) if not p.quiet]
+    assert len(fresh) >= 15 and all(p.heldout for p in fresh)
+    assert not {p.id for p in fresh} & {p.id for p in _judged.load_all(root)}  # `all` stays the first set
+    path = root / _judged.FRESH[0] / "probes.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["probes"][0]["heldout"] = False
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert any("a fresh workspace is all held out" in p for p in _judged.check(root))

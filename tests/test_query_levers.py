@@ -92,6 +92,27 @@ def test_aliases_add_the_other_names_of_the_ideas_near_the_cursor_only():
     assert "rope" not in off.text.split() and off.hints.aliases == ()
 
 
+def test_a_phrase_with_a_one_letter_or_stop_word_term_fires_only_on_the_identifier_it_spells():
+    from soma_lsp.query.vocabulary import expand
+
+    fused, groups = expand(["attn", "linear"], ["c_attn", "Linear"])  # nanoGPT's fused QKV projection
+    assert "qkv" in fused and groups
+    assert expand(["attn", "linear"], ["q_attn", "Linear"]) == (["attn", "linear"], ())  # not any `attn`
+    assert "tril" in expand(["causal"], ["is_causal"])[0]
+    assert expand(["causal"], ["causal"]) == (["causal"], ())  # "is" alone is no evidence of `is_causal`
+
+
+def test_an_alias_group_asks_for_its_specific_words_only():
+    from soma_lsp.query.vocabulary import GENERIC, expand
+
+    asked, groups = expand(["loss", "logsumexp"], ["z_loss", "logsumexp"])
+    assert {"zloss", "softmax", "normaliser", "normalizer", "partition"} <= set(asked)
+    assert not GENERIC.intersection(asked[2:]) and not GENERIC.intersection(groups[0])
+    source = "def step(logits):\n    z_loss = torch.logsumexp(logits, -1).pow(2).mean()\n    return z_loss\n"
+    built = at("z_loss = torch", source=source)
+    assert "normaliser" in built.text.split() and "log" not in built.text.split()
+
+
 def test_line_settings_read_code_and_config_assignments():
     assert line_settings("    rope_theta: float = 1_000_000.0")["rope_theta"].value == "1000000.0"
     assert line_settings("gae_lambda: 0.95")["gae_lambda"].value == "0.95"
@@ -101,3 +122,14 @@ def test_line_settings_read_code_and_config_assignments():
     assert line_settings("    theta: float = theta") == {}  # a name is no setting
     assert line_settings("x = nn.Linear(d, d)") == {}
     assert line_settings("if a == 3:") == {}
+
+
+def test_every_alias_group_says_where_it_comes_from():
+    from pathlib import Path
+
+    from soma_lsp.query.vocabulary import ALIASES
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "vocabulary.md").read_text(encoding="utf-8")
+    rows = [line.split("|")[1] for line in doc.splitlines() if line.startswith("| `")]
+    listed = {name.strip().strip("`") for row in rows for name in row.split(",")}
+    assert {group[0] for group in ALIASES} == listed

@@ -13,7 +13,7 @@ from soma_lsp.records import parse_record
 from soma_lsp.retrieval import LiveIndex, RetrievalQuery
 from soma_lsp.server.evidence import focus_order, name_stem, names_the_word, off_the_line, with_forms
 from soma_lsp.server.related import Tied, find_related
-from soma_lsp.server.standing import OLD_RUN_SHARE, lift
+from soma_lsp.server.standing import DEAD_END_SHARE, OLD_RUN_SHARE, lift
 
 NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
 OFF = Levers(**{name: False for name in Levers.names()})
@@ -159,6 +159,15 @@ def test_the_word_under_the_cursor_weighs_on_top_of_its_line():
     assert [s.record.id for s in focus_order(ranked, line, word=("rope",))[:3]] == ["r1", "r2", "r3"]
 
 
+def test_a_record_naming_the_lines_idea_in_other_words_matches_the_line():
+    idx = index()
+    ranked = idx.rank(query("freqs cis rope lr stable"), relevant_only=True)
+    line = ("freqs", "cis")  # the code's name of the rotary table; the notes say "rope"
+    assert ranked[0].record.id == "r3" and focus_order(ranked, line)[0].record.id == "r3"
+    rotary = ("rope", "rotary", "freqs", "cis")  # the alias group the line fired
+    assert [s.record.id for s in focus_order(ranked, line, aliases=(rotary,))[:2]] == ["r1", "r2"]
+
+
 def test_the_settings_of_a_text_are_read_once_per_text():
     from soma_lsp.query import line_knobs
     from soma_lsp.server.features.diagnostics import setting_lines
@@ -198,6 +207,15 @@ def test_names_the_word_asks_for_every_part_of_it():
     assert names_the_word(record, ("actor", "critic", "actorcritic"))  # a CamelCase word by its parts
     assert not names_the_word(record, ("critic", "head"))
     assert not names_the_word(record, ())
+
+
+def test_an_old_dead_end_gets_back_almost_all_its_recency_a_run_a_share():
+    idx = index()
+    dead = idx.score(query("lr diverges"), ["r4"])[0]  # failed two years before NOW
+    lost = dead.components.weights["recency"] * (1 - dead.components.recency)
+    assert dead.dead_end and lost > 0.1
+    assert lift(dead, dead_ends=True) == pytest.approx(DEAD_END_SHARE * lost)
+    assert lift(dead, dead_ends=False) == 0.0 and OLD_RUN_SHARE < DEAD_END_SHARE < 1.0
 
 
 def test_an_old_run_gets_back_a_share_of_its_recency_in_the_gate():

@@ -228,25 +228,25 @@ def _class_bag(doc, cls: Definition) -> dict[str, float]:
     return bag
 
 
-def _near_aliases(text: str, focus: tuple[str, ...], word: str | None,
+def _near_aliases(text: str, focus: tuple[str, ...], word: str | None, names: list[str],
                   levers: Levers) -> tuple[str, tuple[tuple[str, ...], ...]]:
-    """Lever `aliases`: the other names of the ideas named *near the cursor* — on its line (`focus`)
-    or the word under it — added to the scope's terms; and the alias groups that fired. Expanding
-    the whole scope's terms was measured and dropped: a long function names many ideas in passing,
-    and their aliases pulled in records about them (docs/benchmarks.md § Quality)."""
+    """Lever `aliases`: the other names of the ideas named *near the cursor* — on its line (`focus`,
+    its identifiers `names`) or the word under it — added to the scope's terms; and the alias groups
+    that fired. Expanding the whole scope's terms was measured and dropped: a long function names
+    many ideas in passing, and their aliases pulled in records about them (docs/benchmarks.md § Quality)."""
     if not levers.aliases:
         return text, ()
     near = list(focus) + (tokenize(word) if word else [])
-    expanded, groups = expand(near)
+    expanded, groups = expand(near, names + ([word] if word else []))
     return " ".join(dict.fromkeys(text.split() + expanded[len(near):])), groups
 
 
-def _focus(doc, pos: Position | None, basis: str, levers: Levers) -> tuple[str, ...]:
-    """The terms of the cursor's own line, when the scope is larger than that line."""
+def _line_names(doc, pos: Position | None, basis: str, levers: Levers) -> list[str]:
+    """The identifiers of the cursor's own line, when the scope is larger than that line."""
     if not levers.cursor or pos is None or basis not in ("definition", "statement"):
-        return ()
+        return []
     line = doc.index.lines[pos[0]] if 0 <= pos[0] < len(doc.index.lines) else ""
-    return tuple(terms_text(_identifiers(line, code_noise(doc.lang) | STOP_WORDS)).split())
+    return _identifiers(line, code_noise(doc.lang) | STOP_WORDS)
 
 
 def line_knobs(line: str) -> tuple[tuple[str, str, str], ...]:
@@ -327,9 +327,10 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
                 start = index.starts[row] if row < len(index.starts) else n
                 end = start + len(index.lines[row]) if row < len(index.lines) else n
                 basis = "line"
-    focus = _focus(doc, pos, basis, levers) if scope != "lens" else ()
+    names = _line_names(doc, pos, basis, levers) if scope != "lens" else []
+    focus = tuple(terms_text(names).split())  # the terms of the cursor's own line
     text, groups = _near_aliases(_text(doc, start, end, text_start, scope_def if basis == "definition" else None),
-                                 focus, word, levers)
+                                 focus, word, names, levers)
     cls = _class_of(doc, scope_def) if levers.class_bag and basis == "definition" else None
     arch = _bag(doc, start, end, whole=basis == "file", cls=cls)
     return BuiltQuery(text, arch, scope_def, word, basis,

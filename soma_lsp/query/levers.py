@@ -16,10 +16,12 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   with that one term (the word the user points at is no coincidence).
 * `class_bag` — a method's component bag is its class's (`__init__`, `setup`, `build`, `@compact`
   all build the parts `forward`/`__call__`/`call` use), and a class's own name and bases join it.
-* `aliases` — the curated ML vocabulary of `vocabulary.ALIASES` (`freqs_cis` ↔ rotary/RoPE…),
-  applied to the ideas named near the cursor (its line, the word under it). Expanding every term of
-  the scope lifted the tune probes but cost the held-out third (R@3 0.859 → 0.797); near the
-  cursor it helps both, so that is what ships.
+* `aliases` — the curated ML vocabulary of `vocabulary.ALIASES` (`freqs_cis` ↔ rotary/RoPE,
+  `c_attn` ↔ fused QKV, `ent_coef` ↔ entropy bonus…; docs/vocabulary.md), applied to the ideas named
+  near the cursor (its line, the word under it); in the cursor line's bonus a record naming the idea
+  in other words (`rotary` for `freqs_cis`) matches the line's name of it. Expanding every term of
+  the scope lifted the tune probes but cost the held-out third (R@3 0.859 → 0.797); near the cursor
+  it helps both, so that is what ships.
 * `knob` — a setting on the cursor's line equal to a record's `key=value` (equal as numbers) is
   strong evidence: the runs *about* that knob (its word in their name) come first after the ties,
   labelled "same setting", then the same knob's other values, then runs that mention the same
@@ -27,9 +29,9 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   dead-end warning (docs/spec.md §4.5).
 * `siblings` — records of the same experiment as a tier's, a tied or the top record (same name stem
   at another setting, "re-run of" its name) follow it right after it.
-* `dead_ends` — a dead end does not age: the gate and the order read a dead end's score with the
-  recency it lost given back (`soma_lsp.server.standing`), so a year-old dead end that matches
-  as well as last week's run is shown beside it.
+* `dead_ends` — a dead end does not age: the gate and the order read a dead end's score with 0.9 of
+  the recency it lost given back (`soma_lsp.server.standing.DEAD_END_SHARE`), so a year-old dead
+  end that matches as well as last week's run is shown beside it.
 * `old_runs` — any other run ages less: the gate and the order give it back a quarter of the
   recency it lost (`standing.OLD_RUN_SHARE`) — the run that set today's value long ago still bears on it.
 * `named` — in find-related (asked, not a hover), a run whose name holds the word under the cursor

@@ -138,16 +138,21 @@ def strong(scored: ScoredRecord, idf: dict[str, float], aliases: Sequence[Sequen
 
 def focus_order(ranked: Sequence[ScoredRecord], focus: Sequence[str],
                 key: Callable[[ScoredRecord], float] = lambda s: s.score,
-                word: Sequence[str] = ()) -> list[ScoredRecord]:
+                word: Sequence[str] = (), aliases: Sequence[Sequence[str]] = ()) -> list[ScoredRecord]:
     """`ranked` by `key` (the score, or the server's standing) plus the cursor line's bonus, and
-    `WORD_BONUS` × the share of the terms of the word under the cursor (`word`) a record matches."""
+    `WORD_BONUS` × the share of the terms of the word under the cursor (`word`) a record matches. A
+    record holding a word of an alias group fired near the cursor (`aliases`) matches all of the
+    group's words: the notes' "rotary" is the line's `freqs_cis`."""
     if not focus:
         return list(ranked)
     wanted, pointed = set(focus), set(word)
     base = key
 
     def key(s: ScoredRecord) -> tuple:
-        matched = s.components.matched_terms
+        matched = set(s.components.matched_terms)
+        for group in aliases:  # one idea: a record naming it in other words matches the line's name of it
+            if matched.intersection(group):
+                matched.update(group)
         share = len(wanted.intersection(matched)) / len(wanted)
         on_word = len(pointed.intersection(matched)) / len(pointed) if pointed else 0.0
         return (-(base(s) + FOCUS_BONUS * share + WORD_BONUS * on_word), s.record.id)

@@ -3,18 +3,23 @@
 The core's score gives recency a weight, so a year-old dead end scores up to that weight less than a
 record of last week that matches as well — but a dead end is exactly what a researcher must see
 however old it is (issue 20: "a year-old dead end is what must surface"). The server reads a dead
-end's standing as its score with the recency it lost given back — `score + w_recency · (1 − recency)`
-with the effective weight the core used — for the relevance gate (`hover.minScore`) and for the
-order of the gated ranking. Any other run gets back `OLD_RUN_SHARE` of what it lost (lever
-`old_runs`): the run that set the current value two years ago still answers "what have I tried
-here", if less pressingly than a dead end. The core's ranking (docs/spec.md §2) is untouched:
-`soma-lsp query` still shows the score; only which records an editor surface shows and their order move.
+end's standing as its score with almost all (`DEAD_END_SHARE`) of the recency it lost given back —
+`score + 0.9 · w_recency · (1 − recency)` with the effective weight the core used — for the relevance
+gate (`hover.minScore`) and for the order of the gated ranking. Any other run gets back
+`OLD_RUN_SHARE` of what it lost (lever `old_runs`): the run that set the current value two years ago
+still answers "what have I tried here", if less pressingly than a dead end. The core's ranking
+(docs/spec.md §2) is untouched: `soma-lsp query` still shows the score; only which records an editor
+surface shows and their order move.
 """
 
 from __future__ import annotations
 
 from ..retrieval import ScoredRecord, Weights
 
+#: The share of the recency it lost that a dead end gets back (lever `dead_ends`; tuned on the tune
+#: probes: 1 / 0.9 / 0.75 / 0.6 gave tune nDCG@5 0.878 / 0.882 / 0.880 / 0.867, docs/benchmarks.md
+#: § Quality try 66): almost all of it — an old dead end still surfaces, a little behind a recent one.
+DEAD_END_SHARE = 0.9
 #: The share of the recency it lost that a run which is no dead end gets back (lever `old_runs`;
 #: tuned on the judged set's tune probes: 0.25 / 0.5 / 0.75 gave tune nDCG@5 0.826 / 0.822 / 0.812,
 #: docs/benchmarks.md § Quality).
@@ -22,10 +27,10 @@ OLD_RUN_SHARE = 0.25
 
 
 def lift(scored: ScoredRecord, dead_ends: bool = True, old_runs: bool = False) -> float:
-    """What a record gets back of the recency weight it lost: all of it for a dead end (lever
-    `dead_ends`), `OLD_RUN_SHARE` for any other run (lever `old_runs`), else 0."""
+    """What a record gets back of the recency weight it lost: `DEAD_END_SHARE` of it for a dead end
+    (lever `dead_ends`), `OLD_RUN_SHARE` for any other run (lever `old_runs`), else 0."""
     parts = scored.components
-    share = (1.0 if dead_ends else 0.0) if scored.dead_end else (OLD_RUN_SHARE if old_runs else 0.0)
+    share = (DEAD_END_SHARE if dead_ends else 0.0) if scored.dead_end else (OLD_RUN_SHARE if old_runs else 0.0)
     if not share or parts.recency is None:
         return 0.0
     return share * parts.weights.get("recency", 0.0) * (1.0 - parts.recency)
@@ -44,4 +49,4 @@ def max_lift(weights: Weights) -> float:
     return weights.recency / rest if rest > 0 else 0.0
 
 
-__all__ = ["OLD_RUN_SHARE", "lift", "max_lift", "standing"]
+__all__ = ["DEAD_END_SHARE", "OLD_RUN_SHARE", "lift", "max_lift", "standing"]
