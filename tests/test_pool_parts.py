@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,19 @@ def small_parts(monkeypatch):
     monkeypatch.setattr(parts, "FIRST_PART_LINES", 100)
 
 
+def child_ahead(monkeypatch) -> None:
+    """Each part waits until the child has sent its count (as when the child is ahead of the loader):
+    every part is committed, none left for the next."""
+    ready = counting.Counting.ready
+
+    def waited(self, end):
+        while not ready(self, end):
+            time.sleep(0.001)
+        return True
+
+    monkeypatch.setattr(counting.Counting, "ready", waited)
+
+
 def test_the_loader_hands_over_prefixes_of_the_file(tmp_path, small_parts):
     path = big_file(tmp_path / "runs.jsonl", 2_500)
     seen = []
@@ -74,6 +88,7 @@ def test_a_first_load_commits_growing_prefixes_and_ends_as_a_plain_load(tmp_path
     if apart:
         monkeypatch.setattr(counting, "APART_BYTES", 0)
         monkeypatch.setattr(counting.os, "sched_getaffinity", lambda pid: {0, 1})
+        child_ahead(monkeypatch)
     index = LiveIndex()
     pool = LivePool([root], index)
     seen = loads_seen(pool, index)
@@ -108,6 +123,7 @@ def test_the_first_part_does_not_wait_for_a_child_still_starting(tmp_path, small
     monkeypatch.setattr(counting, "APART_BYTES", 0)
     monkeypatch.setattr(counting.os, "sched_getaffinity", lambda pid: {0, 1})
     monkeypatch.setattr(counting.sys, "executable", str(late))
+    child_ahead(monkeypatch)
     seen = []
     counts, counted_here = counting.Counting.counts, counting.Counting.counted_here
 
@@ -183,6 +199,39 @@ def test_a_pool_that_answers_once_loaded_reads_a_big_file_as_one_update(tmp_path
         m.setattr(counting.Counting, "counts", lambda self, load: taken.append(counts(self, load)) or taken[-1])
         pool.load()
     assert len(seen) == 1 and len(seen[0][1]) > 2_300
-    assert len(taken) == 1 and taken[0] is not None and taken[0].terms.size == 2_500  # the child's, whole
+    (blocks,) = taken  # the child's: one block from the first line (up to where the loader counted on)
+    assert len(blocks) == 1 and blocks[0].first == 0
     LivePool([root], parted).load()
     assert ranked(index) == ranked(parted)
+
+
+def test_parts_not_counted_yet_are_not_waited_for_and_the_rest_is_shared(tmp_path, small_parts, monkeypatch):
+    """A child always behind the loader: the parts after the first are not committed (the loader reads
+    on), and the rest of the file is one commit that takes the child's blocks up to the line `split`
+    chose — several blocks, each of a part — and counts the records after it here: the same ranking as
+    counting all of it here."""
+    root = tmp_path / "p"
+    big_file(root / "runs.jsonl", 2_500)
+    monkeypatch.setattr(loader, "RACY_NS", 0)
+    monkeypatch.setattr(counting, "APART_BYTES", 0)
+    monkeypatch.setattr(counting.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(counting.Counting, "ready", lambda self, end: False)
+    splits, taken = [], []
+    split, counts = counting.Counting.split, counting.Counting.counts
+    monkeypatch.setattr(counting.Counting, "split", lambda self, load: splits.append(split(self, load)) or splits[-1])
+    monkeypatch.setattr(counting.Counting, "counts", lambda self, load: taken.append(counts(self, load)) or taken[-1])
+    index = LiveIndex()
+    pool = LivePool([root], index)
+    seen = loads_seen(pool, index)
+    pool.load()
+    assert len(seen) == 2  # the first part, then the rest
+    (here,) = splits
+    (blocks,) = taken
+    assert here is not None and 100 < here < 2_500
+    assert blocks[0].first == 100 and blocks[-1].terms.size >= here
+    assert all(a.terms.size == b.first for a, b in zip(blocks, blocks[1:]))
+    plain = LiveIndex()
+    with monkeypatch.context() as m:
+        m.setattr(counting, "APART_BYTES", 1 << 62)
+        LivePool([root], plain).load()
+    assert ranked(index) == ranked(plain)

@@ -8,10 +8,13 @@ components) as decoding and validating the records, all in one Python thread. Wi
 child's counts (`LiveIndex.update(counted=...)`) once the rest of the file's batch is prepared, and the
 two halves of the work overlap. A first read is committed in parts (`pool.parts`): the child cuts its
 count at the same lines and sends one block per part as soon as it is counted, so each part's commit
-takes its block, waiting for it only if the child is behind — but the first part, which the loader
-commits before the child has started (≈ 0.2 s of imports), is always counted by the loader, and the
-child leaves its lines uncounted (`counted_here`): 10k lines of the child's work, on the load's
-critical path when the child is behind.
+takes its blocks — a part whose block has not come is not waited for (`ready`): the loader reads on
+and commits it with the next — but the first part, which the loader commits before the child has
+started (≈ 0.2 s of imports), is always counted by the loader, and the child leaves its lines
+uncounted (`counted_here`). The child is the slower of the two (it decodes every line as well), so
+once the loader has read the whole file, what the child has not counted yet is shared (`split`): the
+loader writes the line to stop at into a third file the child reads every `CHECK_LINES` lines (where
+it also says how far it is), and counts the records from there on itself while the child finishes.
 
 Never wrong, only sometimes not faster: the child sends the file's stamp (`loader.stamp_of`: size,
 mtime, ctime, inode, device) from before and after its read, and its count is used only when both
@@ -19,20 +22,23 @@ equal the stamp the loader took and the file still has — the rule that lets a 
 unread — and that stamp is not racy (`FileLoad.stamp`); a part's block is checked alike, with the
 stamp the child had when it sent it. A file changed or replaced meanwhile, or
 written in the last two seconds, a child that failed, hung or sent anything malformed: the documents
-are counted here, as without it. The child reads nothing but that file and writes nothing but its
-stdout and stderr, two unnamed temporary files, its count in a fixed binary layout (no pickle).
+are counted here, as without it. The child reads nothing but that file and its control file, and
+writes nothing but its stdout and stderr, two unnamed temporary files, its count in a fixed binary
+layout (no pickle), and how far it is in the control file.
 """
 
 from __future__ import annotations
 
 import gc
 import logging
+import math
 import os
 import struct
 import subprocess
 import sys
 import tempfile
 import time
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -51,6 +57,12 @@ APART_BYTES = 32 << 20  # smaller files count faster here than a child starts (~
 WAIT_SECONDS = 120  # a child this late is stopped and its file counted here
 POLL_SECONDS = 0.002  # how often a block not sent yet is looked for
 SKIP_BYTES = 64 << 20  # the child holds at most this much of the first part's lines uncounted
+CHECK_LINES = 1024  # how often the child says how far it is and looks whether it is to stop
+#: the share of the lines left, once the loader has read the whole file, that the child counts (the
+#: loader counts the rest meanwhile): a line costs the child its decoding and counting, the loader
+#: (which holds the record) only the counting — ≈ 1.5× less (measured at 100k, docs/benchmarks.md)
+CHILD_SHARE = 0.4
+_CONTROL = struct.Struct("<q")  # at 0: the next line the child counts; at 8: the line it stops at (0: none)
 MAGIC = b"SOMACNT2"
 _HEADER = struct.Struct("<8sQQQ" + "3Q" * 2 + f"{STAMP.size}s" * 2)  # magic, first line, end line, last block?;
 # per `Counts`: bytes of names, names, postings; two stamps
@@ -97,20 +109,27 @@ class Counting:
         # the child writes into unnamed temporary files, not pipes: a pipe would hold it until this
         # process reads, and then pass 35 MB 64 KB at a time (0.1–0.3 s, measured)
         self._out, self._err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+        # and a third, of two numbers: how far the child is, and where the loader tells it to stop
+        self._control = tempfile.TemporaryFile()
+        self._control.write(bytes(2 * _CONTROL.size))
+        self._control.flush()
+        self._until: float = math.inf  # the loader counts the records from this line on itself
         try:
             self._child = subprocess.Popen(
                 [sys.executable, "-c", "from soma_lsp.pool.counting import main; main()", path, str(max_line),
-                 str(parts.FIRST_PART_LINES if in_parts else 0)],
-                stdin=subprocess.DEVNULL, stdout=self._out, stderr=self._err, env=environment)
+                 str(parts.FIRST_PART_LINES if in_parts else 0), str(self._control.fileno())],
+                stdin=subprocess.DEVNULL, stdout=self._out, stderr=self._err, env=environment,
+                pass_fds=(self._control.fileno(),))
         except OSError:
-            self._out.close()
-            self._err.close()
+            for file in (self._out, self._err, self._control):
+                file.close()
             raise
 
-    def counts(self, load: FileLoad) -> CountedLines | None:
+    def counts(self, load: FileLoad) -> list[CountedLines] | None:
         """The child's counts of the lines of `load`'s records not counted before — a part of the
-        file (`pool.parts`) or its end — waited for, or None when they are not of exactly what the
-        loader read (then, and from then on, the records are counted here)."""
+        file (`pool.parts`) or its end, before the line `split` chose — in consecutive blocks, waited
+        for; or None when they are not of exactly what the loader read (then, and from then on, the
+        records are counted here)."""
         if load is not self._for and not self._failed:
             self._for = load
             try:
@@ -127,30 +146,73 @@ class Counting:
         """`load`, the file's first part, is counted by the loader (the child skips its lines)."""
         self._for, self._result, self._counted = load, None, len(load.records)
 
-    def _checked(self, load: FileLoad) -> CountedLines | None:
+    def ready(self, end: int) -> bool:
+        """Whether the child has sent the counts of the lines before `end` — or has failed, when
+        nothing is to be waited for either: what lets a part be committed without waiting."""
+        if self._failed or self._out.closed:
+            return True
+        fd = self._out.fileno()
+        size, at = os.fstat(fd).st_size, self._at
+        while size >= at + _HEADER.size:  # the blocks written, read past without being taken
+            header = _HEADER.unpack(os.pread(fd, _HEADER.size, at))
+            try:
+                at += _HEADER.size + _body_size(header)
+            except ValueError:
+                return True  # (malformed: `counts` finds it and counts here)
+            if size < at:
+                return False
+            if header[2] >= end or header[3]:
+                return True
+        return self._child.poll() is not None
+
+    def split(self, load: FileLoad) -> int | None:
+        """Share what is left of the file, all of it read into `load`, with the child: the line from
+        which the loader counts the records itself, while the child counts up to there and stops
+        (`CHILD_SHARE` of the lines from where it is); None when the child has no more to count."""
+        if self._failed or self._out.closed or not load.records or load.stamp is None:
+            return None
+        lines = load.records[-1].source.line + 1
+        if self.ready(lines):
+            return None
+        (at,) = _CONTROL.unpack(os.pread(self._control.fileno(), _CONTROL.size, 0))
+        at = max(at, self._end)
+        here = at + math.ceil((lines - at) * CHILD_SHARE)
+        if here >= lines:
+            return None
+        os.pwrite(self._control.fileno(), _CONTROL.pack(here), _CONTROL.size)
+        self._until = here
+        return here
+
+    def _checked(self, load: FileLoad) -> list[CountedLines] | None:
         if load.stamp is None:  # written in the last two seconds: maybe still being written
             return None
         if self._out.closed:
             log.info("counting %s apart was stopped; counted here", self.path)
             return None
         records = load.records  # (in line order)
-        last = records[-1].source.line if records else -1
-        while True:  # past the blocks of parts that brought no record (or were counted here)
+        wanted = bisect_left(records, self._until, lo=self._counted, key=_line)  # (then: counted here)
+        if wanted == self._counted:
+            return []
+        new, last = records[self._counted].source.line, records[wanted - 1].source.line
+        blocks = []
+        while last >= self._end:  # past the blocks of parts that brought no record (or were counted here)
             block = self._next_block()
             if block is None:
                 return None
             if block.first != self._end:
                 raise ValueError(f"a block of lines {block.first}.. after lines ..{self._end}")
             self._end = block.counted.terms.size
-            if last < self._end or block.last:
+            if self._end > new:
+                blocks.append(block)
+            if block.last:
                 break
-        if block.stamps != (load.stamp, load.stamp) or _stamp(self.path) != load.stamp:
+        if any(block.stamps != (load.stamp, load.stamp) for block in blocks) or _stamp(self.path) != load.stamp:
             log.info("%s changed while it was counted apart, or just before; counted here", self.path)
             return None
-        # every record not counted before must be this block's (not of a part whose block was passed)
-        new = records[self._counted].source.line if len(records) > self._counted else last
         self._counted = len(records)
-        return block.counted if block.first <= new and last < self._end else None
+        # every record not counted before must be in these blocks (not of a part whose block was passed)
+        return [block.counted for block in blocks] if blocks and blocks[0].first <= new and last < self._end \
+            else None
 
     def _next_block(self) -> Block | None:
         """The child's next block, waited for; None when the child failed or took too long (logged)."""
@@ -188,21 +250,40 @@ class Counting:
         if self._child.poll() is None:
             self._child.kill()
             self._child.wait()
-        self._out.close()
-        self._err.close()
+        for file in (self._out, self._err, self._control):
+            file.close()
+
+
+class FileCount:
+    """What `LiveIndex.update` takes (`retrieval.CountedApart`) of one load of a file counted apart:
+    `share` — for the load of the whole file — splits what is left with the child; a part's load
+    takes the blocks sent, as they are."""
+
+    def __init__(self, counting: Counting, load: FileLoad, share: bool) -> None:
+        self._counting, self._load, self._share = counting, load, share
+
+    def split(self) -> int | None:
+        return self._counting.split(self._load) if self._share else None
+
+    def blocks(self) -> list[CountedLines] | None:
+        return self._counting.counts(self._load)
+
+
+def _line(record) -> int:
+    return record.source.line
 
 
 # -- the child ------------------------------------------------------------------------------------
 
 def main() -> None:
-    """The child: `python -c ... PATH MAX_LINE FIRST_PART_LINES`; the count of PATH on stdout, a block
-    per part (one for the whole file when FIRST_PART_LINES is 0; the first part's lines left empty,
-    the loader's to count), each written as soon as it is counted. It ends without freeing what it
-    counted."""
+    """The child: `python -c ... PATH MAX_LINE FIRST_PART_LINES CONTROL_FD`; the count of PATH on
+    stdout, a block per part (one for the whole file when FIRST_PART_LINES is 0; the first part's
+    lines left empty, the loader's to count), each written as soon as it is counted, until the loader
+    says where to stop (in CONTROL_FD, `Counting.split`). It ends without freeing what it counted."""
     gc.disable()  # many small acyclic objects, a short life
-    path, max_line, first_part = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    path, max_line, first_part, control = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     for block in count_parts(path, max_line, parts.part_ends(first_part) if first_part else iter(()),
-                             skip_first=bool(first_part)):
+                             skip_first=bool(first_part), control=control):
         sys.stdout.buffer.write(encode(block.counted, block.stamps, block.first, block.last))
         sys.stdout.flush()
     os._exit(0)
@@ -215,25 +296,38 @@ def count_file(path: str, max_line: int) -> tuple[CountedLines, tuple[bytes, byt
     return block.counted, block.stamps
 
 
-def count_parts(path: str, max_line: int, ends: Iterator[int], skip_first: bool = False) -> Iterator[Block]:
+def count_parts(path: str, max_line: int, ends: Iterator[int], skip_first: bool = False,
+                control: int | None = None) -> Iterator[Block]:
     """The count of each part of the file, the parts ending at `ends` (as `pool.parts` cuts them;
     rows are the lines of the part, counted from its first), then of the rest of the file.
     `skip_first`: the first part's block has every line empty (the loader counts that part itself) —
-    unless the file ends within it or its lines pass `SKIP_BYTES`, when they are counted after all."""
+    unless the file ends within it or its lines pass `SKIP_BYTES`, when they are counted after all.
+    `control`: a file descriptor where the next line to count is written every `CHECK_LINES` lines,
+    and where the loader may write a line to stop at: the block under way then ends there (or at
+    once, if that line is passed), the last one."""
     documents: list[tuple[str, str, str, str]] = []
     bags: list[dict[str, float]] = []
     first, end = 0, next(ends, -1)
     deferred: list[tuple[int, bytes | None]] | None = [] if skip_first and end >= 0 else None
     held = 0
+    stop, check, stopping = 0, 0, False
     with open(path, "rb") as f:
         before = stamp_of(os.fstat(f.fileno()))
         for number, line, _ in jsonl_lines(f, max_line):
+            if control is not None and number >= check:
+                check = number + CHECK_LINES
+                os.pwrite(control, _CONTROL.pack(max(number, end) if deferred is not None else number), 0)
+                (stop,) = _CONTROL.unpack(os.pread(control, _CONTROL.size, _CONTROL.size))
+            if stop and deferred is None and not stopping:
+                end, stopping = max(stop, number), True
             if number >= end >= 0:  # (as the loader cuts: on the first line past the part)
                 if deferred is not None:  # the first part, the loader's to count
                     deferred = None
                     documents, bags = [_EMPTY] * (end - first), [{}] * (end - first)
                 _pad(documents, bags, end - first)
-                yield Block(count_lines(documents, bags), (before, stamp_of(os.fstat(f.fileno()))), first, False)
+                yield Block(count_lines(documents, bags), (before, stamp_of(os.fstat(f.fileno()))), first, stopping)
+                if stopping:
+                    return
                 documents, bags, first, end = [], [], end, next(ends, -1)
             if deferred is not None:
                 deferred.append((number, line))
@@ -351,4 +445,4 @@ def decode_block(data: bytes) -> Block:
     arch_total = np.concatenate([np.zeros(first), take("<f8", size)])  # (rows before `first`: not this block's)
     if at != len(data):
         raise ValueError("a count with trailing bytes")
-    return Block(CountedLines(*parts, arch_total), tuple(fields[6:]), first, bool(last))
+    return Block(CountedLines(*parts, arch_total, first), tuple(fields[6:]), first, bool(last))

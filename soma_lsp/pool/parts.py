@@ -6,7 +6,9 @@ first 30k, 70k, 150k … lines (each part adds twice the lines of the one before
 takes about log2(N / 10k) commits, and the index's work per commit stays proportional to what it
 adds). The loader hands each prefix over as a `FileLoad` of its own (`prefix`); the pool commits it
 like any file, and the next prefix replaces it — the records already committed are the same objects,
-so only the new ones reach the index. `pool.counting`'s child cuts its count at the same lines.
+so only the new ones reach the index. `pool.counting`'s child cuts its count at the same lines; a part
+whose count the child has not sent yet is not committed (the loader reads on rather than wait for
+it), and the next cut commits it with its own.
 
 Only a first read is cut: a file already loaded is re-read whole and swapped in as one update, so a
 query sees either the old records of a file or the new ones, never a mix.
@@ -38,14 +40,18 @@ def prefix(load: FileLoad) -> FileLoad:
 
 class Parts:
     """What `loader.load_file(batch=...)` cuts a first read at: `end` is the line the current part
-    ends at; `cut(load)` hands the prefix read so far to `commit` and moves `end` to the next part's."""
+    ends at; `cut(load)` hands the prefix read so far to `commit` — if `ready(end)` — and moves `end`
+    to the next part's."""
 
-    def __init__(self, commit: Callable[[FileLoad], None], first: int | None = None) -> None:
+    def __init__(self, commit: Callable[[FileLoad], None], first: int | None = None,
+                 ready: Callable[[int], bool] = lambda end: True) -> None:
         self._commit = commit
+        self._ready = ready
         self._ends = part_ends(first)
         self.end = next(self._ends)
 
     def cut(self, load: FileLoad) -> int:
-        self._commit(prefix(load))
+        if self._ready(self.end):
+            self._commit(prefix(load))
         self.end = next(self._ends)
         return self.end

@@ -14,6 +14,7 @@ from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import count, filterfalse
+from typing import Protocol
 
 import numpy as np
 
@@ -282,11 +283,27 @@ def _lower_bounds(values: np.ndarray, indptr: np.ndarray, x: int) -> np.ndarray:
 class CountedLines:
     """What the index derives from records' text and architecture, derived instead from the lines of
     their file by another process (rows are line numbers): the documents' term counts
-    (`DocumentCounter`'s), the component bags' counts, and each line's component total."""
+    (`DocumentCounter`'s), the component bags' counts, and each line's component total — of the
+    lines from `first` to `terms.size` (a block of the file; the rows before `first` are empty)."""
 
     terms: Counts
     components: Counts
     arch_total: np.ndarray
+    first: int = 0
+
+
+class CountedApart(Protocol):
+    """One file's lines, counted in another process while the index prepares the rest of an update
+    (`LiveIndex.update(counted=...)`): the two share what is left of the file, so that neither waits
+    for the other."""
+
+    def split(self) -> int | None:
+        """The line from which this file's records are counted by the index itself (None: none are);
+        asked first, before anything is waited for."""
+
+    def blocks(self) -> list[CountedLines] | None:
+        """The counts of the lines before that, in consecutive blocks, waited for; None when they
+        cannot be used (then the index counts those records too)."""
 
 
 def count_lines(documents: Sequence[tuple[str, str, str, str]], bags: Sequence[Mapping[str, float]]) -> CountedLines:
