@@ -46,14 +46,14 @@ def small_parts(monkeypatch):
 def child_ahead(monkeypatch) -> None:
     """Each part waits until the child has sent its count (as when the child is ahead of the loader):
     every part is committed, none left for the next."""
-    ready = counting.Counting.ready
+    counted_to = counting.Counting.counted_to
 
     def waited(self, end):
-        while not ready(self, end):
+        while counted_to(self, end) < end:
             time.sleep(0.001)
-        return True
+        return end
 
-    monkeypatch.setattr(counting.Counting, "ready", waited)
+    monkeypatch.setattr(counting.Counting, "counted_to", waited)
 
 
 def test_the_loader_hands_over_prefixes_of_the_file(tmp_path, small_parts):
@@ -69,6 +69,9 @@ def test_the_loader_hands_over_prefixes_of_the_file(tmp_path, small_parts):
         assert part.line_records is None and part.stamp == whole.stamp
     assert whole.problems and len(whole.records) > 2_300
     assert loader.load_file(path) == whole  # cut or not, the same load
+    short = parts.prefix(whole, 250)  # what a part holds of the lines counted so far
+    assert short.records == [r for r in whole.records if r.source.line < 250]
+    assert short.problems == [p for p in whole.problems if p.line < 250] and short.problems
 
 
 def loads_seen(pool: LivePool, index: LiveIndex) -> list[tuple[PoolChange, list[str]]]:
@@ -215,7 +218,7 @@ def test_parts_not_counted_yet_are_not_waited_for_and_the_rest_is_shared(tmp_pat
     monkeypatch.setattr(loader, "RACY_NS", 0)
     monkeypatch.setattr(counting, "APART_BYTES", 0)
     monkeypatch.setattr(counting.os, "sched_getaffinity", lambda pid: {0, 1})
-    monkeypatch.setattr(counting.Counting, "ready", lambda self, end: False)
+    monkeypatch.setattr(counting.Counting, "counted_to", lambda self, end: 0)
     splits, taken = [], []
     split, counts = counting.Counting.split, counting.Counting.counts
     monkeypatch.setattr(counting.Counting, "split", lambda self, load: splits.append(split(self, load)) or splits[-1])
@@ -230,6 +233,30 @@ def test_parts_not_counted_yet_are_not_waited_for_and_the_rest_is_shared(tmp_pat
     assert here is not None and 100 < here < 2_500
     assert blocks[0].first == 100 and blocks[-1].terms.size >= here
     assert all(a.terms.size == b.first for a, b in zip(blocks, blocks[1:]))
+    plain = LiveIndex()
+    with monkeypatch.context() as m:
+        m.setattr(counting, "APART_BYTES", 1 << 62)
+        LivePool([root], plain).load()
+    assert ranked(index) == ranked(plain)
+
+
+def test_a_part_counted_in_part_is_committed_as_far_as_it_is_counted(tmp_path, small_parts, monkeypatch):
+    """A child that has counted the lines up to 200 when the loader reaches the part that ends at
+    300: those lines' records are committed then, the rest of the part with the next one."""
+    root = tmp_path / "p"
+    path = big_file(root / "runs.jsonl", 2_500)
+    monkeypatch.setattr(loader, "RACY_NS", 0)
+    monkeypatch.setattr(counting, "APART_BYTES", 0)
+    monkeypatch.setattr(counting.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(counting.Counting, "counted_to", lambda self, end: min(end, 200))
+    index = LiveIndex()
+    pool = LivePool([root], index)
+    seen = loads_seen(pool, index)
+    pool.load()
+    whole = loader.load_file(path)
+    lines = {r.id: r.source.line for r in whole.records}
+    assert [sorted(lines[i] for i in ids) for _, ids in seen[:2]] == \
+        [[r.source.line for r in whole.records if r.source.line < end] for end in (100, 200)]
     plain = LiveIndex()
     with monkeypatch.context() as m:
         m.setattr(counting, "APART_BYTES", 1 << 62)

@@ -8,8 +8,8 @@ components) as decoding and validating the records, all in one Python thread. Wi
 child's counts (`LiveIndex.update(counted=...)`) once the rest of the file's batch is prepared, and the
 two halves of the work overlap. A first read is committed in parts (`pool.parts`): the child cuts its
 count at the same lines and sends one block per part as soon as it is counted, so each part's commit
-takes its blocks — a part whose block has not come is not waited for (`ready`): the loader reads on
-and commits it with the next — but the first part, which the loader commits before the child has
+takes its blocks — a part whose block has not come is not waited for (`counted_to`): the loader
+commits what is counted of it, reads on, and commits the rest with the next part — but the first part, which the loader commits before the child has
 started (≈ 0.2 s of imports), is always counted by the loader, and the child leaves its lines
 uncounted (`counted_here`). The child is the slower of the two (it decodes every line as well), so
 once the loader has read the whole file, what the child has not counted yet is shared (`split`): the
@@ -46,7 +46,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..records import document_texts, parse_architecture
-from ..retrieval import CountedLines, Counts, component_bag, count_lines
+from ..retrieval import CountedLines, Counts, LineCounter, component_bag, count_lines
 from .loader import STAMP, FileLoad, decode_line, jsonl_lines, stamp_of
 from .read_ahead import spare_cores
 from . import parts
@@ -59,9 +59,10 @@ POLL_SECONDS = 0.002  # how often a block not sent yet is looked for
 SKIP_BYTES = 64 << 20  # the child holds at most this much of the first part's lines uncounted
 CHECK_LINES = 1024  # how often the child says how far it is and looks whether it is to stop
 #: the share of the lines left, once the loader has read the whole file, that the child counts (the
-#: loader counts the rest meanwhile): a line costs the child its decoding and counting, the loader
-#: (which holds the record) only the counting — ≈ 1.5× less (measured at 100k, docs/benchmarks.md)
-CHILD_SHARE = 0.4
+#: loader counts the rest meanwhile). A line costs the child its decoding too, but the loader has its
+#: commit to do after: at 100k, 0.4 left the loader last, 0.55 had it wait for the child
+#: (docs/benchmarks.md § LSP first load)
+CHILD_SHARE = 0.5
 _CONTROL = struct.Struct("<q")  # at 0: the next line the child counts; at 8: the line it stops at (0: none)
 MAGIC = b"SOMACNT2"
 _HEADER = struct.Struct("<8sQQQ" + "3Q" * 2 + f"{STAMP.size}s" * 2)  # magic, first line, end line, last block?;
@@ -146,24 +147,26 @@ class Counting:
         """`load`, the file's first part, is counted by the loader (the child skips its lines)."""
         self._for, self._result, self._counted = load, None, len(load.records)
 
-    def ready(self, end: int) -> bool:
-        """Whether the child has sent the counts of the lines before `end` — or has failed, when
-        nothing is to be waited for either: what lets a part be committed without waiting."""
+    def counted_to(self, end: int) -> int:
+        """How far before `end` the child has sent the counts of the lines: `end` when it has sent
+        them all — or has failed, when nothing is to be waited for either. What lets a part be
+        committed (as far as that) without waiting."""
         if self._failed or self._out.closed:
-            return True
+            return end
         fd = self._out.fileno()
-        size, at = os.fstat(fd).st_size, self._at
+        size, at, counted = os.fstat(fd).st_size, self._at, self._end
         while size >= at + _HEADER.size:  # the blocks written, read past without being taken
             header = _HEADER.unpack(os.pread(fd, _HEADER.size, at))
             try:
                 at += _HEADER.size + _body_size(header)
             except ValueError:
-                return True  # (malformed: `counts` finds it and counts here)
+                return end  # (malformed: `counts` finds it and counts here)
             if size < at:
-                return False
-            if header[2] >= end or header[3]:
-                return True
-        return self._child.poll() is not None
+                break
+            counted = header[2]
+            if counted >= end or header[3]:
+                return end
+        return end if self._child.poll() is not None else counted
 
     def split(self, load: FileLoad) -> int | None:
         """Share what is left of the file, all of it read into `load`, with the child: the line from
@@ -172,7 +175,7 @@ class Counting:
         if self._failed or self._out.closed or not load.records or load.stamp is None:
             return None
         lines = load.records[-1].source.line + 1
-        if self.ready(lines):
+        if self.counted_to(lines) == lines:
             return None
         (at,) = _CONTROL.unpack(os.pread(self._control.fileno(), _CONTROL.size, 0))
         at = max(at, self._end)
@@ -305,8 +308,7 @@ def count_parts(path: str, max_line: int, ends: Iterator[int], skip_first: bool 
     `control`: a file descriptor where the next line to count is written every `CHECK_LINES` lines,
     and where the loader may write a line to stop at: the block under way then ends there (or at
     once, if that line is passed), the last one."""
-    documents: list[tuple[str, str, str, str]] = []
-    bags: list[dict[str, float]] = []
+    lines = LineCounter()
     first, end = 0, next(ends, -1)
     deferred: list[tuple[int, bytes | None]] | None = [] if skip_first and end >= 0 else None
     held = 0
@@ -323,51 +325,51 @@ def count_parts(path: str, max_line: int, ends: Iterator[int], skip_first: bool 
             if number >= end >= 0:  # (as the loader cuts: on the first line past the part)
                 if deferred is not None:  # the first part, the loader's to count
                     deferred = None
-                    documents, bags = [_EMPTY] * (end - first), [{}] * (end - first)
-                _pad(documents, bags, end - first)
-                yield Block(count_lines(documents, bags), (before, stamp_of(os.fstat(f.fileno()))), first, stopping)
+                    counted = count_lines([_EMPTY] * (end - first), [{}] * (end - first))
+                else:
+                    _pad(lines, end - first)
+                    counted = lines.counted()
+                yield Block(counted, (before, stamp_of(os.fstat(f.fileno()))), first, stopping)
                 if stopping:
                     return
-                documents, bags, first, end = [], [], end, next(ends, -1)
+                lines, first, end = LineCounter(), end, next(ends, -1)
             if deferred is not None:
                 deferred.append((number, line))
                 held += len(line or b"")
                 if held <= SKIP_BYTES:
                     continue
                 for earlier, text in deferred:  # too much to hold: counted, the block then unused
-                    _count(documents, bags, earlier - first, text)
+                    _count(lines, earlier - first, text)
                 deferred = None
                 continue
-            _count(documents, bags, number - first, line)
+            _count(lines, number - first, line)
         for earlier, text in deferred or ():  # the file ended within its first part: counted after all
-            _count(documents, bags, earlier - first, text)
+            _count(lines, earlier - first, text)
         after = stamp_of(os.fstat(f.fileno()))
-    yield Block(count_lines(documents, bags), (before, after), first, True)
+    yield Block(lines.counted(), (before, after), first, True)
 
 
-def _count(documents: list, bags: list, row: int, line: bytes | None) -> None:
+def _count(lines: LineCounter, row: int, line: bytes | None) -> None:
     """One line's document and component bag at `row` (an empty one for what is no valid record)."""
-    _pad(documents, bags, row)
+    _pad(lines, row)
     try:
         value = decode_line(line) if line is not None else None
     except (ValueError, RecursionError):  # (UnicodeDecodeError is a ValueError)
         value = None
     if isinstance(value, dict):
-        documents.append(document_texts(value))
         try:
-            bags.append(component_bag(parse_architecture(value.get("architecture"))))
+            bag = component_bag(parse_architecture(value.get("architecture")))
         except Exception:  # noqa: BLE001 - an invalid record: the loader does not keep it
-            bags.append({})
+            bag = {}
+        lines.add(document_texts(value), bag)
     else:
-        documents.append(_EMPTY)
-        bags.append({})
+        lines.add(_EMPTY, {})
 
 
-def _pad(documents: list, bags: list, rows: int) -> None:
+def _pad(lines: LineCounter, rows: int) -> None:
     """Empty rows up to `rows` (blank lines)."""
-    if rows > len(documents):
-        bags.extend([{}] * (rows - len(documents)))
-        documents.extend([_EMPTY] * (rows - len(documents)))
+    for _ in range(rows - len(lines)):
+        lines.add(_EMPTY, {})
 
 
 def _shifted(rows: np.ndarray, first: int) -> np.ndarray:

@@ -345,9 +345,9 @@ class LivePool:
                 child.counted_here(part)
             self._commit({path: part}, {}, {path: fetch} if fetch else {})
 
-        def part_ready(path: str, end: int) -> bool:  # the first part is counted here, the others apart
+        def part_counted(path: str, end: int) -> int:  # the first part is counted here, the others apart
             child = apart.get(path)
-            return child is None or path not in self._files or child.ready(end)
+            return end if child is None or path not in self._files else child.counted_to(end)
 
         try:
             for path in paths:
@@ -360,7 +360,7 @@ class LivePool:
                     load = load_file(path, progress=streamed if size > step else None,
                                      previous=self._files.get(path), **self._limits,
                                      batch=Parts(functools.partial(commit_part, path),
-                                                 ready=functools.partial(part_ready, path)) if first_read else None,
+                                                 counted=functools.partial(part_counted, path)) if first_read else None,
                                      read=ahead.take(path) if ahead is not None and listed else None)
                     if not load.exists:  # gone since it was listed (or since the event)
                         if listed:

@@ -6,9 +6,9 @@ first 30k, 70k, 150k … lines (each part adds twice the lines of the one before
 takes about log2(N / 10k) commits, and the index's work per commit stays proportional to what it
 adds). The loader hands each prefix over as a `FileLoad` of its own (`prefix`); the pool commits it
 like any file, and the next prefix replaces it — the records already committed are the same objects,
-so only the new ones reach the index. `pool.counting`'s child cuts its count at the same lines; a part
-whose count the child has not sent yet is not committed (the loader reads on rather than wait for
-it), and the next cut commits it with its own.
+so only the new ones reach the index. `pool.counting`'s child cuts its count at the same lines; of a
+part whose count the child has not sent yet, only what it has counted is committed (the loader reads
+on rather than wait for the rest), and the next cut commits the rest with its own.
 
 Only a first read is cut: a file already loaded is re-read whole and swapped in as one update, so a
 query sees either the old records of a file or the new ones, never a mix.
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 
 from .loader import FileLoad
@@ -31,27 +32,39 @@ def part_ends(first: int | None = None) -> Iterator[int]:
     return ((2 ** k - 1) * first for k in itertools.count(1))
 
 
-def prefix(load: FileLoad) -> FileLoad:
-    """What `load` holds so far, as a load of its own that later reading does not change (the
-    records and problems copied; the unchanged-lines digest left out: a prefix is never re-read)."""
-    return dataclasses.replace(load, records=list(load.records), problems=load.problems.done(load.path),
+def prefix(load: FileLoad, end: int | None = None) -> FileLoad:
+    """What `load` holds so far — of the lines before `end` — as a load of its own that later reading
+    does not change (the records and problems copied; the unchanged-lines digest left out: a prefix is
+    never re-read). Cut short of what was read, it leaves out the count of the problems not kept
+    (`FileProblems.more`): that count does not say at which lines they are."""
+    if end is None:
+        return dataclasses.replace(load, records=list(load.records), problems=load.problems.done(load.path),
+                                   line_records=None)
+    records = load.records[:bisect_left(load.records, end, key=lambda record: record.source.line)]
+    return dataclasses.replace(load, records=records, problems=[p for p in load.problems if p.line < end],
                                line_records=None)
 
 
 class Parts:
     """What `loader.load_file(batch=...)` cuts a first read at: `end` is the line the current part
-    ends at; `cut(load)` hands the prefix read so far to `commit` — if `ready(end)` — and moves `end`
-    to the next part's."""
+    ends at; `cut(load)` hands the prefix read so far to `commit` — up to the line `counted(end)`
+    says its count reaches, if that is further than the last one handed — and moves `end` to the
+    next part's."""
 
     def __init__(self, commit: Callable[[FileLoad], None], first: int | None = None,
-                 ready: Callable[[int], bool] = lambda end: True) -> None:
+                 counted: Callable[[int], int] = lambda end: end) -> None:
         self._commit = commit
-        self._ready = ready
+        self._counted = counted
         self._ends = part_ends(first)
+        self._handed = 0
         self.end = next(self._ends)
 
     def cut(self, load: FileLoad) -> int:
-        if self._ready(self.end):
+        counted = self._counted(self.end)
+        if counted >= self.end:
             self._commit(prefix(load))
+        elif counted > self._handed:
+            self._commit(prefix(load, counted))
+        self._handed = max(self._handed, counted)
         self.end = next(self._ends)
         return self.end
