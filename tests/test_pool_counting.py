@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -144,6 +145,28 @@ def test_the_child_leaves_the_first_part_to_the_loader_and_counts_the_rest_alike
     assert len(skipped) == len(counted) > 2 and skipped[1:] == counted[1:]
     first = skipped[0]
     assert first[:3] == counted[0][:3] == (0, False, 20) and first[5] == first[6] == [] and counted[0][5]
+
+
+def test_the_child_says_how_far_it_is_and_stops_where_the_loader_says(tmp_path):
+    """The loader's line to stop at (250, in the control file before the child starts): the block under
+    way ends there, the last one; the lines before it counted as without a stop."""
+    path = lines_file(tmp_path / "runs.jsonl", 300)  # (420 lines)
+    with tempfile.TemporaryFile() as control:
+        control.write(counting._CONTROL.pack(0) + counting._CONTROL.pack(250))
+        control.flush()
+        stopped = [counting.decode_block(counting.encode(b.counted, b.stamps, b.first, b.last))  # (rows: lines)
+                   for b in counting.count_parts(str(path), loader.MAX_JSON_BYTES, counting.parts.part_ends(100),
+                                                 skip_first=True, control=control.fileno())]
+        (progress,) = counting._CONTROL.unpack(os.pread(control.fileno(), counting._CONTROL.size, 0))
+    assert [(b.first, b.counted.terms.size, b.last) for b in stopped] == [(0, 100, False), (100, 250, True)]
+    assert progress == 100  # (said once, at the first line: the first part is the loader's)
+    whole, _ = counting.count_file(str(path), loader.MAX_JSON_BYTES)
+    rows = np.arange(100, 250)
+    for counts, expected in ((stopped[1].counted.terms, whole.terms),
+                             (stopped[1].counted.components, whole.components)):
+        keys, expected_keys = {}, {}
+        assert bag(counts.select(rows, keys), keys) == bag(expected.select(rows, expected_keys), expected_keys)
+    assert stopped[1].counted.arch_total[100:].tolist() == whole.arch_total[100:250].tolist()
 
 
 @pytest.mark.parametrize("why", ["the file ends in its first part", "its first part is too big to hold"])

@@ -9,12 +9,13 @@ child's counts (`LiveIndex.update(counted=...)`) once the rest of the file's bat
 two halves of the work overlap. A first read is committed in parts (`pool.parts`): the child cuts its
 count at the same lines and sends one block per part as soon as it is counted, so each part's commit
 takes its blocks — a part whose block has not come is not waited for (`counted_to`): the loader
-commits what is counted of it, reads on, and commits the rest with the next part — but the first part, which the loader commits before the child has
-started (≈ 0.2 s of imports), is always counted by the loader, and the child leaves its lines
-uncounted (`counted_here`). The child is the slower of the two (it decodes every line as well), so
-once the loader has read the whole file, what the child has not counted yet is shared (`split`): the
-loader writes the line to stop at into a third file the child reads every `CHECK_LINES` lines (where
-it also says how far it is), and counts the records from there on itself while the child finishes.
+commits what is counted of it, reads on, and commits the rest with the next part — but the first
+part, which the loader commits before the child has started (≈ 0.2 s of imports), is always counted
+by the loader, and the child leaves its lines uncounted (`counted_here`). The child is the slower of
+the two (it decodes every line as well), so once the loader has read the whole file, what the child
+has not counted yet is shared (`split`): the loader writes the line to stop at into a third file the
+child reads every `CHECK_LINES` lines (where it also says how far it is, counting as it reads:
+`retrieval.LineCounter`), and counts the records from there on itself while the child finishes.
 
 Never wrong, only sometimes not faster: the child sends the file's stamp (`loader.stamp_of`: size,
 mtime, ctime, inode, device) from before and after its read, and its count is used only when both
@@ -45,7 +46,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..records import document_texts, parse_architecture
+from ..records import Record, document_texts, parse_architecture
 from ..retrieval import CountedLines, Counts, LineCounter, component_bag, count_lines
 from .loader import STAMP, FileLoad, decode_line, jsonl_lines, stamp_of
 from .read_ahead import spare_cores
@@ -195,6 +196,7 @@ class Counting:
         records = load.records  # (in line order)
         wanted = bisect_left(records, self._until, lo=self._counted, key=_line)  # (then: counted here)
         if wanted == self._counted:
+            self._counted = len(records)
             return []
         new, last = records[self._counted].source.line, records[wanted - 1].source.line
         blocks = []
@@ -272,7 +274,7 @@ class FileCount:
         return self._counting.counts(self._load)
 
 
-def _line(record) -> int:
+def _line(record: Record) -> int:
     return record.source.line
 
 

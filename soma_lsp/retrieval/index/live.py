@@ -61,7 +61,8 @@ def _by_counting(records: list[Record], counted: Mapping[str, CountedApart],
     return here, [(_in_line_order(group), counted[path]) for path, group in by_file.items()]
 
 
-def _by_block(records: list[Record], blocks: list[CountedLines]) -> list[tuple[list[Record], CountedLines | None]]:
+def _by_block(records: list[Record], blocks: list[CountedLines],
+              ) -> list[tuple[list[Record], CountedLines | None]]:
     """Records in line order, cut by the blocks their lines fall in (the last group, of lines no block
     holds, with None)."""
     lines = np.fromiter((r.source.line for r in records), dtype=np.int64, count=len(records))
