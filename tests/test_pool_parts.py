@@ -48,7 +48,7 @@ def child_ahead(monkeypatch) -> None:
     every part is committed, none left for the next."""
     counted_to = counting.Counting.counted_to
 
-    def waited(self, end):
+    def waited(self, end, wait=False):
         while counted_to(self, end) < end:
             time.sleep(0.001)
         return end
@@ -209,8 +209,8 @@ def test_a_pool_that_answers_once_loaded_reads_a_big_file_as_one_update(tmp_path
 
 
 def test_parts_not_counted_yet_are_not_waited_for_and_the_rest_is_shared(tmp_path, small_parts, monkeypatch):
-    """A child always behind the loader: the parts after the first are not committed (the loader reads
-    on), and the rest of the file is one commit that takes the child's blocks up to the line `split`
+    """A child whose counts never come in time (as it says): the parts after the first are not
+    committed, and the rest of the file is one commit that takes the child's blocks up to the line `split`
     chose — several blocks, each of a part — and counts the records after it here: the same ranking as
     counting all of it here."""
     root = tmp_path / "p"
@@ -218,7 +218,8 @@ def test_parts_not_counted_yet_are_not_waited_for_and_the_rest_is_shared(tmp_pat
     monkeypatch.setattr(loader, "RACY_NS", 0)
     monkeypatch.setattr(counting, "APART_BYTES", 0)
     monkeypatch.setattr(counting.os, "sched_getaffinity", lambda pid: {0, 1})
-    monkeypatch.setattr(counting.Counting, "counted_to", lambda self, end: 0)
+    monkeypatch.setattr(counting.Counting, "counted_to", lambda self, end, wait=False: 0)
+    monkeypatch.setattr(counting, "SHARE_LINES", 0)  # (shared however few lines are left)
     splits, taken = [], []
     split, counts = counting.Counting.split, counting.Counting.counts
     monkeypatch.setattr(counting.Counting, "split", lambda self, load: splits.append(split(self, load)) or splits[-1])
@@ -248,7 +249,7 @@ def test_a_part_counted_in_part_is_committed_as_far_as_it_is_counted(tmp_path, s
     monkeypatch.setattr(loader, "RACY_NS", 0)
     monkeypatch.setattr(counting, "APART_BYTES", 0)
     monkeypatch.setattr(counting.os, "sched_getaffinity", lambda pid: {0, 1})
-    monkeypatch.setattr(counting.Counting, "counted_to", lambda self, end: min(end, 200))
+    monkeypatch.setattr(counting.Counting, "counted_to", lambda self, end, wait=False: min(end, 200))
     index = LiveIndex()
     pool = LivePool([root], index)
     seen = loads_seen(pool, index)

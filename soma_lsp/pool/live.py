@@ -345,9 +345,9 @@ class LivePool:
                 child.counted_here(part)
             self._commit({path: part}, {}, {path: fetch} if fetch else {})
 
-        def part_counted(path: str, end: int) -> int:  # the first part is counted here, the others apart
-            child = apart.get(path)
-            return end if child is None or path not in self._files else child.counted_to(end)
+        def part_counted(path: str, end: int, wait: bool = False) -> int:  # the first part is counted
+            child = apart.get(path)  # here, the others apart
+            return end if child is None or path not in self._files else child.counted_to(end, wait)
 
         try:
             for path in paths:
@@ -357,17 +357,19 @@ class LivePool:
                     size = sizes.get(path, 0) if sizes else 0
                     child = apart.get(path)
                     first_read = listed and path not in self._files and self.index is not None and self.in_parts
+                    cuts = Parts(functools.partial(commit_part, path),
+                                 counted=functools.partial(part_counted, path)) if first_read else None
                     load = load_file(path, progress=streamed if size > step else None,
-                                     previous=self._files.get(path), **self._limits,
-                                     batch=Parts(functools.partial(commit_part, path),
-                                                 counted=functools.partial(part_counted, path)) if first_read else None,
+                                     previous=self._files.get(path), **self._limits, batch=cuts,
                                      read=ahead.take(path) if ahead is not None and listed else None)
                     if not load.exists:  # gone since it was listed (or since the event)
                         if listed:
                             extras[path] = load.problems
                         load = None
-                    elif child is not None:  # the rest of the file: shared with the child
-                        counted[path] = counting.FileCount(child, load, share=True)
+                    elif child is not None:  # the rest of the file: what is counted now, then shared
+                        if cuts is not None:
+                            cuts.flush(load)
+                        counted[path] = counting.FileCount(child, load, share=self.in_parts)
                 batch[path] = load
                 batch_records += len(load.records) if load is not None else 0
                 if sizes:
