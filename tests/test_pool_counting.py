@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from hypothesis import strategies as st
 from soma_lsp.pool import LivePool, counting, loader
 from soma_lsp.records import RecordError, document_texts, parse_record
 from soma_lsp.retrieval import RetrievalQuery
-from soma_lsp.retrieval.documents import CountedLines, Counts, DocumentCounter, bag_triples, csr
+from soma_lsp.retrieval.documents import CountedLines, Counts, DocumentCounter, LineCounter, bag_triples, csr
 from soma_lsp.retrieval.index import LiveIndex, document_fields
 from soma_lsp.retrieval.terms import component_bag
 from pool_files import rec, write
@@ -132,6 +131,24 @@ def test_the_child_counts_each_record_as_the_loader_would(tmp_path):
             (counts.indptr, counts.rows, counts.counts), dict(zip(counts.names, range(len(counts.names)))))
 
 
+def test_lines_counted_as_they_come_are_counted_as_at_once():
+    """`LineCounter` (the child's: a chunk of lines counted as it fills) over more lines than a chunk
+    holds: the same counts as `DocumentCounter.count` and `component_bag` of all of them at once."""
+    documents = [(f"run {i}", "rotary warmup" if i % 3 else "", f"spike {i % 7} naïve Größe", "loss")
+                 for i in range(700)]
+    bags = [component_bag(["Attention"] * (i % 4)) for i in range(700)]
+    lines = LineCounter()
+    for document, components in zip(documents, bags):
+        lines.add(document, components)
+    counted = lines.counted()
+    vocabulary = {}
+    assert bag((counted.terms.indptr, counted.terms.rows, counted.terms.counts),
+               dict(zip(counted.terms.names, range(len(counted.terms.names))))) == \
+        bag(DocumentCounter(vocabulary).count(documents), vocabulary)
+    assert counted.terms.size == counted.components.size == 700 and counted.arch_total.tolist() == \
+        [sum(b.values()) for b in bags]
+
+
 def blocks(path: Path, skip_first: bool) -> list[tuple]:
     """Each block of a count cut at lines 20, 60, 140 …, as comparable values."""
     return [(b.first, b.last, b.counted.terms.size, list(b.counted.terms.names), b.counted.terms.indptr.tolist(),
@@ -145,28 +162,6 @@ def test_the_child_leaves_the_first_part_to_the_loader_and_counts_the_rest_alike
     assert len(skipped) == len(counted) > 2 and skipped[1:] == counted[1:]
     first = skipped[0]
     assert first[:3] == counted[0][:3] == (0, False, 20) and first[5] == first[6] == [] and counted[0][5]
-
-
-def test_the_child_says_how_far_it_is_and_stops_where_the_loader_says(tmp_path):
-    """The loader's line to stop at (250, in the control file before the child starts): the block under
-    way ends there, the last one; the lines before it counted as without a stop."""
-    path = lines_file(tmp_path / "runs.jsonl", 300)  # (420 lines)
-    with tempfile.TemporaryFile() as control:
-        control.write(counting._CONTROL.pack(0) + counting._CONTROL.pack(250))
-        control.flush()
-        stopped = [counting.decode_block(counting.encode(b.counted, b.stamps, b.first, b.last))  # (rows: lines)
-                   for b in counting.count_parts(str(path), loader.MAX_JSON_BYTES, counting.parts.part_ends(100),
-                                                 skip_first=True, control=control.fileno())]
-        (progress,) = counting._CONTROL.unpack(os.pread(control.fileno(), counting._CONTROL.size, 0))
-    assert [(b.first, b.counted.terms.size, b.last) for b in stopped] == [(0, 100, False), (100, 250, True)]
-    assert progress == 100  # (said once, at the first line: the first part is the loader's)
-    whole, _ = counting.count_file(str(path), loader.MAX_JSON_BYTES)
-    rows = np.arange(100, 250)
-    for counts, expected in ((stopped[1].counted.terms, whole.terms),
-                             (stopped[1].counted.components, whole.components)):
-        keys, expected_keys = {}, {}
-        assert bag(counts.select(rows, keys), keys) == bag(expected.select(rows, expected_keys), expected_keys)
-    assert stopped[1].counted.arch_total[100:].tolist() == whole.arch_total[100:250].tolist()
 
 
 @pytest.mark.parametrize("why", ["the file ends in its first part", "its first part is too big to hold"])

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -43,19 +42,6 @@ def small_parts(monkeypatch):
     monkeypatch.setattr(parts, "FIRST_PART_LINES", 100)
 
 
-def child_ahead(monkeypatch) -> None:
-    """Each part waits until the child has sent its count (as when the child is ahead of the loader):
-    every part is committed, none left for the next."""
-    counted_to = counting.Counting.counted_to
-
-    def waited(self, end, wait=False):
-        while counted_to(self, end) < end:
-            time.sleep(0.001)
-        return end
-
-    monkeypatch.setattr(counting.Counting, "counted_to", waited)
-
-
 def test_the_loader_hands_over_prefixes_of_the_file(tmp_path, small_parts):
     path = big_file(tmp_path / "runs.jsonl", 2_500)
     seen = []
@@ -69,9 +55,6 @@ def test_the_loader_hands_over_prefixes_of_the_file(tmp_path, small_parts):
         assert part.line_records is None and part.stamp == whole.stamp
     assert whole.problems and len(whole.records) > 2_300
     assert loader.load_file(path) == whole  # cut or not, the same load
-    short = parts.prefix(whole, 250)  # what a part holds of the lines counted so far
-    assert short.records == [r for r in whole.records if r.source.line < 250]
-    assert short.problems == [p for p in whole.problems if p.line < 250] and short.problems
 
 
 def loads_seen(pool: LivePool, index: LiveIndex) -> list[tuple[PoolChange, list[str]]]:
@@ -91,7 +74,6 @@ def test_a_first_load_commits_growing_prefixes_and_ends_as_a_plain_load(tmp_path
     if apart:
         monkeypatch.setattr(counting, "APART_BYTES", 0)
         monkeypatch.setattr(counting.os, "sched_getaffinity", lambda pid: {0, 1})
-        child_ahead(monkeypatch)
     index = LiveIndex()
     pool = LivePool([root], index)
     seen = loads_seen(pool, index)
@@ -126,7 +108,6 @@ def test_the_first_part_does_not_wait_for_a_child_still_starting(tmp_path, small
     monkeypatch.setattr(counting, "APART_BYTES", 0)
     monkeypatch.setattr(counting.os, "sched_getaffinity", lambda pid: {0, 1})
     monkeypatch.setattr(counting.sys, "executable", str(late))
-    child_ahead(monkeypatch)
     seen = []
     counts, counted_here = counting.Counting.counts, counting.Counting.counted_here
 
@@ -202,64 +183,6 @@ def test_a_pool_that_answers_once_loaded_reads_a_big_file_as_one_update(tmp_path
         m.setattr(counting.Counting, "counts", lambda self, load: taken.append(counts(self, load)) or taken[-1])
         pool.load()
     assert len(seen) == 1 and len(seen[0][1]) > 2_300
-    (blocks,) = taken  # the child's: one block from the first line (up to where the loader counted on)
-    assert len(blocks) == 1 and blocks[0].first == 0
+    assert len(taken) == 1 and taken[0] is not None and taken[0].terms.size == 2_500  # the child's, whole
     LivePool([root], parted).load()
     assert ranked(index) == ranked(parted)
-
-
-def test_parts_not_counted_yet_are_not_waited_for_and_the_rest_is_shared(tmp_path, small_parts, monkeypatch):
-    """A child whose counts never come in time (as it says): the parts after the first are not
-    committed, and the rest of the file is one commit that takes the child's blocks up to the line `split`
-    chose — several blocks, each of a part — and counts the records after it here: the same ranking as
-    counting all of it here."""
-    root = tmp_path / "p"
-    big_file(root / "runs.jsonl", 2_500)
-    monkeypatch.setattr(loader, "RACY_NS", 0)
-    monkeypatch.setattr(counting, "APART_BYTES", 0)
-    monkeypatch.setattr(counting.os, "sched_getaffinity", lambda pid: {0, 1})
-    monkeypatch.setattr(counting.Counting, "counted_to", lambda self, end, wait=False: 0)
-    monkeypatch.setattr(counting, "SHARE_LINES", 0)  # (shared however few lines are left)
-    splits, taken = [], []
-    split, counts = counting.Counting.split, counting.Counting.counts
-    monkeypatch.setattr(counting.Counting, "split", lambda self, load: splits.append(split(self, load)) or splits[-1])
-    monkeypatch.setattr(counting.Counting, "counts", lambda self, load: taken.append(counts(self, load)) or taken[-1])
-    index = LiveIndex()
-    pool = LivePool([root], index)
-    seen = loads_seen(pool, index)
-    pool.load()
-    assert len(seen) == 2  # the first part, then the rest
-    (here,) = splits
-    (blocks,) = taken
-    assert here is not None and 100 < here < 2_500
-    assert blocks[0].first == 100 and blocks[-1].terms.size >= here
-    assert all(a.terms.size == b.first for a, b in zip(blocks, blocks[1:]))
-    plain = LiveIndex()
-    with monkeypatch.context() as m:
-        m.setattr(counting, "APART_BYTES", 1 << 62)
-        LivePool([root], plain).load()
-    assert ranked(index) == ranked(plain)
-
-
-def test_a_part_counted_in_part_is_committed_as_far_as_it_is_counted(tmp_path, small_parts, monkeypatch):
-    """A child that has counted the lines up to 200 when the loader reaches the part that ends at
-    300: those lines' records are committed then, the rest of the part with the next one."""
-    root = tmp_path / "p"
-    path = big_file(root / "runs.jsonl", 2_500)
-    monkeypatch.setattr(loader, "RACY_NS", 0)
-    monkeypatch.setattr(counting, "APART_BYTES", 0)
-    monkeypatch.setattr(counting.os, "sched_getaffinity", lambda pid: {0, 1})
-    monkeypatch.setattr(counting.Counting, "counted_to", lambda self, end, wait=False: min(end, 200))
-    index = LiveIndex()
-    pool = LivePool([root], index)
-    seen = loads_seen(pool, index)
-    pool.load()
-    whole = loader.load_file(path)
-    lines = {r.id: r.source.line for r in whole.records}
-    assert [sorted(lines[i] for i in ids) for _, ids in seen[:2]] == \
-        [[r.source.line for r in whole.records if r.source.line < end] for end in (100, 200)]
-    plain = LiveIndex()
-    with monkeypatch.context() as m:
-        m.setattr(counting, "APART_BYTES", 1 << 62)
-        LivePool([root], plain).load()
-    assert ranked(index) == ranked(plain)

@@ -8,14 +8,10 @@ components) as decoding and validating the records, all in one Python thread. Wi
 child's counts (`LiveIndex.update(counted=...)`) once the rest of the file's batch is prepared, and the
 two halves of the work overlap. A first read is committed in parts (`pool.parts`): the child cuts its
 count at the same lines and sends one block per part as soon as it is counted, so each part's commit
-takes its blocks — a part whose block has not come is not waited for (`counted_to`): the loader
-commits what is counted of it, reads on, and commits the rest with the next part — but the first
-part, which the loader commits before the child has started (≈ 0.2 s of imports), is always counted
-by the loader, and the child leaves its lines uncounted (`counted_here`). The child is the slower of
-the two (it decodes every line as well), so once the loader has read the whole file, what the child
-has not counted yet is shared (`split`): the loader writes the line to stop at into a third file the
-child reads every `CHECK_LINES` lines (where it also says how far it is, counting as it reads:
-`retrieval.LineCounter`), and counts the records from there on itself while the child finishes.
+takes its block, waiting for it only if the child is behind — but the first part, which the loader
+commits before the child has started (≈ 0.2 s of imports), is always counted by the loader, and the
+child leaves its lines uncounted (`counted_here`): 10k lines of the child's work, on the load's
+critical path when the child is behind.
 
 Never wrong, only sometimes not faster: the child sends the file's stamp (`loader.stamp_of`: size,
 mtime, ctime, inode, device) from before and after its read, and its count is used only when both
@@ -23,30 +19,27 @@ equal the stamp the loader took and the file still has — the rule that lets a 
 unread — and that stamp is not racy (`FileLoad.stamp`); a part's block is checked alike, with the
 stamp the child had when it sent it. A file changed or replaced meanwhile, or
 written in the last two seconds, a child that failed, hung or sent anything malformed: the documents
-are counted here, as without it. The child reads nothing but that file and its control file, and
-writes nothing but its stdout and stderr, two unnamed temporary files, its count in a fixed binary
-layout (no pickle), and how far it is in the control file.
+are counted here, as without it. The child reads nothing but that file and writes nothing but its
+stdout and stderr, two unnamed temporary files, its count in a fixed binary layout (no pickle).
 """
 
 from __future__ import annotations
 
 import gc
 import logging
-import math
 import os
 import struct
 import subprocess
 import sys
 import tempfile
 import time
-from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
-from ..records import Record, document_texts, parse_architecture
+from ..records import document_texts, parse_architecture
 from ..retrieval import CountedLines, Counts, LineCounter, component_bag, count_lines
 from .loader import STAMP, FileLoad, decode_line, jsonl_lines, stamp_of
 from .read_ahead import spare_cores
@@ -58,17 +51,6 @@ APART_BYTES = 32 << 20  # smaller files count faster here than a child starts (~
 WAIT_SECONDS = 120  # a child this late is stopped and its file counted here
 POLL_SECONDS = 0.002  # how often a block not sent yet is looked for
 SKIP_BYTES = 64 << 20  # the child holds at most this much of the first part's lines uncounted
-CHECK_LINES = 1024  # how often the child says how far it is and looks whether it is to stop
-#: fewer lines left to count than this are the child's alone: it would pass the line to stop at before
-#: it read it (the loader then counts lines the child has counted too, and the index takes the child's
-#: block through `Counts.select`'s slower, copying path: +50 MiB at the peak of a 100k load, measured)
-SHARE_LINES = 8 * CHECK_LINES
-#: the share of the lines left, once the loader has read the whole file, that the child counts (the
-#: loader counts the rest meanwhile). A line costs the child its decoding too, but the loader has its
-#: commit to do after: at 100k, 0.4 left the loader last, 0.55 had it wait for the child
-#: (docs/benchmarks.md § LSP first load)
-CHILD_SHARE = 0.5
-_CONTROL = struct.Struct("<q")  # at 0: the next line the child counts; at 8: the line it stops at (0: none)
 MAGIC = b"SOMACNT2"
 _HEADER = struct.Struct("<8sQQQ" + "3Q" * 2 + f"{STAMP.size}s" * 2)  # magic, first line, end line, last block?;
 # per `Counts`: bytes of names, names, postings; two stamps
@@ -115,27 +97,20 @@ class Counting:
         # the child writes into unnamed temporary files, not pipes: a pipe would hold it until this
         # process reads, and then pass 35 MB 64 KB at a time (0.1–0.3 s, measured)
         self._out, self._err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
-        # and a third, of two numbers: how far the child is, and where the loader tells it to stop
-        self._control = tempfile.TemporaryFile()
-        self._control.write(bytes(2 * _CONTROL.size))
-        self._control.flush()
-        self._until: float = math.inf  # the loader counts the records from this line on itself
         try:
             self._child = subprocess.Popen(
                 [sys.executable, "-c", "from soma_lsp.pool.counting import main; main()", path, str(max_line),
-                 str(parts.FIRST_PART_LINES if in_parts else 0), str(self._control.fileno())],
-                stdin=subprocess.DEVNULL, stdout=self._out, stderr=self._err, env=environment,
-                pass_fds=(self._control.fileno(),))
+                 str(parts.FIRST_PART_LINES if in_parts else 0)],
+                stdin=subprocess.DEVNULL, stdout=self._out, stderr=self._err, env=environment)
         except OSError:
-            for file in (self._out, self._err, self._control):
-                file.close()
+            self._out.close()
+            self._err.close()
             raise
 
-    def counts(self, load: FileLoad) -> list[CountedLines] | None:
+    def counts(self, load: FileLoad) -> CountedLines | None:
         """The child's counts of the lines of `load`'s records not counted before — a part of the
-        file (`pool.parts`) or its end, before the line `split` chose — in consecutive blocks, waited
-        for; or None when they are not of exactly what the loader read (then, and from then on, the
-        records are counted here)."""
+        file (`pool.parts`) or its end — waited for, or None when they are not of exactly what the
+        loader read (then, and from then on, the records are counted here)."""
         if load is not self._for and not self._failed:
             self._for = load
             try:
@@ -152,83 +127,30 @@ class Counting:
         """`load`, the file's first part, is counted by the loader (the child skips its lines)."""
         self._for, self._result, self._counted = load, None, len(load.records)
 
-    def counted_to(self, end: int, wait: bool = False) -> int:
-        """How far before `end` the child has sent the counts of the lines: `end` when it has sent
-        them all — or has failed, when nothing is to be waited for either. What lets a part be
-        committed (as far as that) without waiting. `wait`: until it is `end` (at most
-        `WAIT_SECONDS`: then `counts` says the child is late)."""
-        deadline = time.monotonic() + WAIT_SECONDS
-        while wait and self._counted_to(end) < end and time.monotonic() < deadline:
-            time.sleep(POLL_SECONDS)
-        return self._counted_to(end)
-
-    def _counted_to(self, end: int) -> int:
-        if self._failed or self._out.closed:
-            return end
-        fd = self._out.fileno()
-        size, at, counted = os.fstat(fd).st_size, self._at, self._end
-        while size >= at + _HEADER.size:  # the blocks written, read past without being taken
-            header = _HEADER.unpack(os.pread(fd, _HEADER.size, at))
-            try:
-                at += _HEADER.size + _body_size(header)
-            except ValueError:
-                return end  # (malformed: `counts` finds it and counts here)
-            if size < at:
-                break
-            counted = header[2]
-            if counted >= end or header[3]:
-                return end
-        return end if self._child.poll() is not None else counted
-
-    def split(self, load: FileLoad) -> int | None:
-        """Share what is left of the file, all of it read into `load`, with the child: the line from
-        which the loader counts the records itself, while the child counts up to there and stops
-        (`CHILD_SHARE` of the lines from where it is); None when the child has no more to count."""
-        if self._failed or self._out.closed or not load.records or load.stamp is None:
-            return None
-        lines = load.records[-1].source.line + 1
-        if self.counted_to(lines) == lines:
-            return None
-        (at,) = _CONTROL.unpack(os.pread(self._control.fileno(), _CONTROL.size, 0))
-        at = max(at, self._end)
-        if lines - at < SHARE_LINES:
-            return None
-        here = at + math.ceil((lines - at) * CHILD_SHARE)
-        os.pwrite(self._control.fileno(), _CONTROL.pack(here), _CONTROL.size)
-        self._until = here
-        return here
-
-    def _checked(self, load: FileLoad) -> list[CountedLines] | None:
+    def _checked(self, load: FileLoad) -> CountedLines | None:
         if load.stamp is None:  # written in the last two seconds: maybe still being written
             return None
         if self._out.closed:
             log.info("counting %s apart was stopped; counted here", self.path)
             return None
         records = load.records  # (in line order)
-        wanted = bisect_left(records, self._until, lo=self._counted, key=_line)  # (then: counted here)
-        if wanted == self._counted:
-            self._counted = len(records)
-            return []
-        new, last = records[self._counted].source.line, records[wanted - 1].source.line
-        blocks = []
-        while last >= self._end:  # past the blocks of parts that brought no record (or were counted here)
+        last = records[-1].source.line if records else -1
+        while True:  # past the blocks of parts that brought no record (or were counted here)
             block = self._next_block()
             if block is None:
                 return None
             if block.first != self._end:
                 raise ValueError(f"a block of lines {block.first}.. after lines ..{self._end}")
             self._end = block.counted.terms.size
-            if self._end > new:
-                blocks.append(block)
-            if block.last:
+            if last < self._end or block.last:
                 break
-        if any(block.stamps != (load.stamp, load.stamp) for block in blocks) or _stamp(self.path) != load.stamp:
+        if block.stamps != (load.stamp, load.stamp) or _stamp(self.path) != load.stamp:
             log.info("%s changed while it was counted apart, or just before; counted here", self.path)
             return None
+        # every record not counted before must be this block's (not of a part whose block was passed)
+        new = records[self._counted].source.line if len(records) > self._counted else last
         self._counted = len(records)
-        # every record not counted before must be in these blocks (not of a part whose block was passed)
-        return [block.counted for block in blocks] if blocks and blocks[0].first <= new and last < self._end \
-            else None
+        return block.counted if block.first <= new and last < self._end else None
 
     def _next_block(self) -> Block | None:
         """The child's next block, waited for; None when the child failed or took too long (logged)."""
@@ -266,43 +188,21 @@ class Counting:
         if self._child.poll() is None:
             self._child.kill()
             self._child.wait()
-        for file in (self._out, self._err, self._control):
-            file.close()
-
-
-class FileCount:
-    """What `LiveIndex.update` takes (`retrieval.CountedApart`) of one load of a file counted apart:
-    `share` — for the load of the whole file, read in parts — splits what is left with the child; a
-    part's load takes the blocks sent, as they are, and so does a file read as one update (the CLI's):
-    its whole count, one block, goes into the empty index as it comes (`Counts.select`'s first batch,
-    no copy), where a share counted here first would make it be reordered — +180 MiB at the peak of a
-    100k first query, measured)."""
-
-    def __init__(self, counting: Counting, load: FileLoad, share: bool) -> None:
-        self._counting, self._load, self._share = counting, load, share
-
-    def split(self) -> int | None:
-        return self._counting.split(self._load) if self._share else None
-
-    def blocks(self) -> list[CountedLines] | None:
-        return self._counting.counts(self._load)
-
-
-def _line(record: Record) -> int:
-    return record.source.line
+        self._out.close()
+        self._err.close()
 
 
 # -- the child ------------------------------------------------------------------------------------
 
 def main() -> None:
-    """The child: `python -c ... PATH MAX_LINE FIRST_PART_LINES CONTROL_FD`; the count of PATH on
-    stdout, a block per part (one for the whole file when FIRST_PART_LINES is 0; the first part's
-    lines left empty, the loader's to count), each written as soon as it is counted, until the loader
-    says where to stop (in CONTROL_FD, `Counting.split`). It ends without freeing what it counted."""
+    """The child: `python -c ... PATH MAX_LINE FIRST_PART_LINES`; the count of PATH on stdout, a block
+    per part (one for the whole file when FIRST_PART_LINES is 0; the first part's lines left empty,
+    the loader's to count), each written as soon as it is counted. It ends without freeing what it
+    counted."""
     gc.disable()  # many small acyclic objects, a short life
-    path, max_line, first_part, control = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    path, max_line, first_part = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     for block in count_parts(path, max_line, parts.part_ends(first_part) if first_part else iter(()),
-                             skip_first=bool(first_part), control=control):
+                             skip_first=bool(first_part)):
         sys.stdout.buffer.write(encode(block.counted, block.stamps, block.first, block.last))
         sys.stdout.flush()
     os._exit(0)
@@ -315,29 +215,18 @@ def count_file(path: str, max_line: int) -> tuple[CountedLines, tuple[bytes, byt
     return block.counted, block.stamps
 
 
-def count_parts(path: str, max_line: int, ends: Iterator[int], skip_first: bool = False,
-                control: int | None = None) -> Iterator[Block]:
+def count_parts(path: str, max_line: int, ends: Iterator[int], skip_first: bool = False) -> Iterator[Block]:
     """The count of each part of the file, the parts ending at `ends` (as `pool.parts` cuts them;
     rows are the lines of the part, counted from its first), then of the rest of the file.
     `skip_first`: the first part's block has every line empty (the loader counts that part itself) —
-    unless the file ends within it or its lines pass `SKIP_BYTES`, when they are counted after all.
-    `control`: a file descriptor where the next line to count is written every `CHECK_LINES` lines,
-    and where the loader may write a line to stop at: the block under way then ends there (or at
-    once, if that line is passed), the last one."""
-    lines = LineCounter()
+    unless the file ends within it or its lines pass `SKIP_BYTES`, when they are counted after all."""
+    lines = LineCounter()  # (counted a chunk at a time as they come: no part's text held whole)
     first, end = 0, next(ends, -1)
     deferred: list[tuple[int, bytes | None]] | None = [] if skip_first and end >= 0 else None
     held = 0
-    stop, check, stopping = 0, 0, False
     with open(path, "rb") as f:
         before = stamp_of(os.fstat(f.fileno()))
         for number, line, _ in jsonl_lines(f, max_line):
-            if control is not None and number >= check:
-                check = number + CHECK_LINES
-                os.pwrite(control, _CONTROL.pack(max(number, end) if deferred is not None else number), 0)
-                (stop,) = _CONTROL.unpack(os.pread(control, _CONTROL.size, _CONTROL.size))
-            if stop and deferred is None and not stopping:
-                end, stopping = max(stop, number), True
             if number >= end >= 0:  # (as the loader cuts: on the first line past the part)
                 if deferred is not None:  # the first part, the loader's to count
                     deferred = None
@@ -345,9 +234,7 @@ def count_parts(path: str, max_line: int, ends: Iterator[int], skip_first: bool 
                 else:
                     _pad(lines, end - first)
                     counted = lines.counted()
-                yield Block(counted, (before, stamp_of(os.fstat(f.fileno()))), first, stopping)
-                if stopping:
-                    return
+                yield Block(counted, (before, stamp_of(os.fstat(f.fileno()))), first, False)
                 lines, first, end = LineCounter(), end, next(ends, -1)
             if deferred is not None:
                 deferred.append((number, line))
@@ -463,4 +350,4 @@ def decode_block(data: bytes) -> Block:
     arch_total = np.concatenate([np.zeros(first), take("<f8", size)])  # (rows before `first`: not this block's)
     if at != len(data):
         raise ValueError("a count with trailing bytes")
-    return Block(CountedLines(*parts, arch_total, first), tuple(fields[6:]), first, bool(last))
+    return Block(CountedLines(*parts, arch_total), tuple(fields[6:]), first, bool(last))

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from ..gcpause import collector_paused
 from ..records import Record
-from ..retrieval import CountedApart
+from ..retrieval import CountedLines
 from ..stored import RecordStore, items_of
 from . import counting, loader, read_ahead, snapshot, trackers
 from .cache import CacheLimits
@@ -326,7 +326,7 @@ class LivePool:
         apart = counting.start(((p, sizes[p]) for p in paths if p in sizes and p not in gone and p not in self._files),
                                self._limits["max_json_bytes"], in_parts=self.in_parts) \
             if sizes and self.index is not None else {}
-        counted: dict[str, CountedApart] = {}
+        counted: dict[str, Callable[[], CountedLines | None]] = {}
         # and many small files listed are read ahead by another (pool.read_ahead)
         whole = [p for p in paths if p in sizes and p not in gone and file_format(p) != "jsonl"] if sizes else []
         ahead = read_ahead.start(whole, [self._limits["max_yaml_bytes" if file_format(p) == "yaml" else "max_json_bytes"]
@@ -340,14 +340,10 @@ class LivePool:
             child = apart.get(path)
             fetch = None
             if child is not None and path in self._files:
-                fetch = counting.FileCount(child, part, share=False)
+                fetch = functools.partial(child.counts, part)
             elif child is not None:  # the first part, counted here: the child, maybe still starting, skips it
                 child.counted_here(part)
             self._commit({path: part}, {}, {path: fetch} if fetch else {})
-
-        def part_counted(path: str, end: int, wait: bool = False) -> int:  # the first part is counted
-            child = apart.get(path)  # here, the others apart
-            return end if child is None or path not in self._files else child.counted_to(end, wait)
 
         try:
             for path in paths:
@@ -357,19 +353,16 @@ class LivePool:
                     size = sizes.get(path, 0) if sizes else 0
                     child = apart.get(path)
                     first_read = listed and path not in self._files and self.index is not None and self.in_parts
-                    cuts = Parts(functools.partial(commit_part, path),
-                                 counted=functools.partial(part_counted, path)) if first_read else None
                     load = load_file(path, progress=streamed if size > step else None,
-                                     previous=self._files.get(path), **self._limits, batch=cuts,
+                                     previous=self._files.get(path), **self._limits,
+                                     batch=Parts(functools.partial(commit_part, path)) if first_read else None,
                                      read=ahead.take(path) if ahead is not None and listed else None)
                     if not load.exists:  # gone since it was listed (or since the event)
                         if listed:
                             extras[path] = load.problems
                         load = None
-                    elif child is not None:  # the rest of the file: what is counted now, then shared
-                        if cuts is not None:
-                            cuts.flush(load)
-                        counted[path] = counting.FileCount(child, load, share=self.in_parts)
+                    elif child is not None:
+                        counted[path] = functools.partial(child.counts, load)
                 batch[path] = load
                 batch_records += len(load.records) if load is not None else 0
                 if sizes:
@@ -447,7 +440,7 @@ class LivePool:
     # -- committing ---------------------------------------------------------------------------
 
     def _commit(self, batch: dict[str, FileLoad | None], extras: dict[str, list[Problem]],
-                counted: Mapping[str, CountedApart]) -> None:
+                counted: Mapping[str, Callable[[], CountedLines | None]]) -> None:
         """Swap these files' records in, as one index update (`counted`: what was counted apart, by
         file); resolve duplicate ids again."""
         with self._lock:

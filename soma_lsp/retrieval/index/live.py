@@ -14,10 +14,9 @@ ids of the records that name a git commit (`ids_naming_a_commit`).
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +26,7 @@ from ...gcpause import collector_paused
 from ...records import Record
 from ...stored import RecordList
 from .. import terms as T
-from ..documents import CountedApart, CountedLines, DocumentCounter
+from ..documents import CountedLines, DocumentCounter
 from .columns import _Columns
 from .contributions import _Contributions
 from .ranking import _Ranking
@@ -41,41 +40,22 @@ def document_fields(record: Record) -> tuple[str, str, str, str]:
     return (record.name, record.headline or "", record.notes or "", record.details or "")
 
 
-def _by_counting(records: list[Record], counted: Mapping[str, CountedApart],
-                 ) -> tuple[list[Record], list[tuple[list[Record], CountedApart]]]:
-    """The records to count here — those of no counted file, and those of a counted file from the
-    line where it is split (`CountedApart.split`, asked of every file now) — and, per counted file,
-    the records before that, in line order (so their rows stay ascending), with its counting."""
+def _by_counting(records: list[Record], counted: Mapping[str, Callable[[], CountedLines | None]],
+                 ) -> list[tuple[list[Record], Callable[[], CountedLines | None] | None]]:
+    """The records of each counted file, in line order (so their rows stay ascending), with its
+    counting; then the rest, to count here."""
     if not counted:
-        return records, []
-    here_from = {path: math.inf if split is None else split
-                 for path, split in ((path, apart.split()) for path, apart in counted.items())}
+        return [(records, None)]
     by_file: dict[str, list[Record]] = {}
-    here = []
+    rest = []
     for record in records:
-        source = record.source
-        if source is None or source.line >= here_from.get(source.path, 0):
-            here.append(record)
+        path = record.source.path if record.source is not None else None
+        if path in counted:
+            by_file.setdefault(path, []).append(record)
         else:
-            by_file.setdefault(source.path, []).append(record)
-    return here, [(_in_line_order(group), counted[path]) for path, group in by_file.items()]
-
-
-def _by_block(records: list[Record], blocks: list[CountedLines],
-              ) -> list[tuple[list[Record], CountedLines | None]]:
-    """Records in line order, cut by the blocks their lines fall in (the last group, of lines no block
-    holds, with None)."""
-    lines = np.fromiter((r.source.line for r in records), dtype=np.int64, count=len(records))
-    ends = [block.terms.size for block in blocks]
-    cuts = np.searchsorted(lines, [blocks[0].first, *ends]).tolist() if blocks else [0]
-    groups = [(records[start:end], block) for start, end, block in zip(cuts, cuts[1:], blocks) if end > start]
-    outside = records[:cuts[0]] + records[cuts[-1]:]
-    return groups + [(outside, None)] if outside else groups
-
-
-def _chunks(records: list[Record]) -> list[list[Record]]:
-    """Bulk loads are cut into segments of at most `tuning.SEGMENT_RECORDS` records."""
-    return [records[i:i + tuning.SEGMENT_RECORDS] for i in range(0, len(records), tuning.SEGMENT_RECORDS)]
+            rest.append(record)
+    groups = [(_in_line_order(group), counted[path]) for path, group in by_file.items()]
+    return groups + [(rest, None)] if rest else groups
 
 
 def _in_line_order(records: list[Record]) -> list[Record]:
@@ -229,15 +209,14 @@ class LiveIndex(_Ranking, _Exporting):
     # -- writing ------------------------------------------------------------------------------
 
     def update(self, add: Iterable[Record] = (), remove: Iterable[str] = (),
-               counted: Mapping[str, CountedApart] | None = None) -> None:
+               counted: Mapping[str, Callable[[], CountedLines | None]] | None = None) -> None:
         """Remove the `remove` ids, then add `add` (a present id is replaced), as one atomic step.
 
         The costly part (tokenizing, postings) runs before the read lock is taken, so queries keep
         being answered from the previous state meanwhile; writers queue on their own lock.
-        `counted`: per source path, what is counted elsewhere of that file's lines (`CountedApart`):
-        its blocks are waited for once the rest of the batch is done — the records counted here,
-        among them those from the line where the file is split — so that the counting can finish
-        meanwhile; records no usable block holds are counted here too.
+        `counted`: per source path, a function giving what was counted elsewhere from that file's
+        lines (`CountedLines`), called once the rest of its records' batch is done (so the counting
+        can finish meanwhile); when it gives None, their records are counted here.
         """
         with self._write_lock:
             latest = {r.id: r for r in add}  # within a batch, the last record of an id wins
@@ -246,13 +225,9 @@ class LiveIndex(_Ranking, _Exporting):
             with collector_paused():
                 forgotten = (np.diff(self._documents.count([document_fields(r) for r in gone])[0]),
                              self._components.doc_freq_of(T.component_bag(r.architecture) for r in gone))
-                here, apart = _by_counting(list(latest.values()), counted or {})
-                batches = [self._prepare(chunk) for chunk in _chunks(here)]
-                for group, counting in apart:
-                    blocks = counting.blocks()
-                    batches += [self._prepare(chunk, block)
-                                for part, block in (_by_block(group, blocks) if blocks is not None else [(group, None)])
-                                for chunk in _chunks(part)]
+                batches = [self._prepare(group[i:i + tuning.SEGMENT_RECORDS], fetch)
+                           for group, fetch in _by_counting(list(latest.values()), counted or {})
+                           for i in range(0, len(group), tuning.SEGMENT_RECORDS)]
             with self._lock:
                 self._remove(gone, *forgotten)
                 for batch in batches:
@@ -262,8 +237,7 @@ class LiveIndex(_Ranking, _Exporting):
                 self._note(tuple(dict.fromkeys([*(r.id for r in gone), *latest])))
             self._tidy()
 
-    def _prepare(self, records: list[Record], counted: CountedLines | None = None) -> _Batch:
-        """The batch of these records; `counted`: a block that holds their lines (else counted here)."""
+    def _prepare(self, records: list[Record], fetch: Callable[[], CountedLines | None] | None = None) -> _Batch:
         ties: dict[str, list[str]] = {}
         for record in records:
             for tie in record.code:
@@ -274,6 +248,7 @@ class LiveIndex(_Ranking, _Exporting):
             "importance": [T.importance(r, dead) for r, dead in zip(records, dead_ends)],
             "dead_end": dead_ends,
         }
+        counted = fetch() if fetch is not None else None
         if counted is None:
             component_bags = [T.component_bag(r.architecture) for r in records]
             columns["arch_total"] = [sum(bag.values()) for bag in component_bags]
