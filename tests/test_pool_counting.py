@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from soma_lsp.pool import LivePool, counting, loader
 from soma_lsp.records import RecordError, document_texts, parse_record
 from soma_lsp.retrieval import RetrievalQuery
-from soma_lsp.retrieval.documents import CountedLines, Counts, DocumentCounter, LineCounter, bag_triples, csr
+from soma_lsp.retrieval.documents import CountedLines, Counts, DocumentCounter, bag_triples, csr
 from soma_lsp.retrieval.index import LiveIndex, document_fields
 from soma_lsp.retrieval.terms import component_bag
 from pool_files import rec, write
@@ -129,24 +129,6 @@ def test_the_child_counts_each_record_as_the_loader_would(tmp_path):
         whole = {}
         assert bag(counts.select(np.arange(counts.size), whole), whole) == bag(
             (counts.indptr, counts.rows, counts.counts), dict(zip(counts.names, range(len(counts.names)))))
-
-
-def test_lines_counted_as_they_come_are_counted_as_at_once():
-    """`LineCounter` (the child's: a chunk of lines counted as it fills) over more lines than a chunk
-    holds: the same counts as `DocumentCounter.count` and `component_bag` of all of them at once."""
-    documents = [(f"run {i}", "rotary warmup" if i % 3 else "", f"spike {i % 7} naïve Größe", "loss")
-                 for i in range(700)]
-    bags = [component_bag(["Attention"] * (i % 4)) for i in range(700)]
-    lines = LineCounter()
-    for document, components in zip(documents, bags):
-        lines.add(document, components)
-    counted = lines.counted()
-    vocabulary = {}
-    assert bag((counted.terms.indptr, counted.terms.rows, counted.terms.counts),
-               dict(zip(counted.terms.names, range(len(counted.terms.names))))) == \
-        bag(DocumentCounter(vocabulary).count(documents), vocabulary)
-    assert counted.terms.size == counted.components.size == 700 and counted.arch_total.tolist() == \
-        [sum(b.values()) for b in bags]
 
 
 def blocks(path: Path, skip_first: bool) -> list[tuple]:

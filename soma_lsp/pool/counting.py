@@ -40,7 +40,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..records import document_texts, parse_architecture
-from ..retrieval import CountedLines, Counts, LineCounter, component_bag, count_lines
+from ..retrieval import CountedLines, Counts, component_bag, count_lines
 from .loader import STAMP, FileLoad, decode_line, jsonl_lines, stamp_of
 from .read_ahead import spare_cores
 from . import parts
@@ -220,7 +220,8 @@ def count_parts(path: str, max_line: int, ends: Iterator[int], skip_first: bool 
     rows are the lines of the part, counted from its first), then of the rest of the file.
     `skip_first`: the first part's block has every line empty (the loader counts that part itself) —
     unless the file ends within it or its lines pass `SKIP_BYTES`, when they are counted after all."""
-    lines = LineCounter()  # (counted a chunk at a time as they come: no part's text held whole)
+    documents: list[tuple[str, str, str, str]] = []
+    bags: list[dict[str, float]] = []
     first, end = 0, next(ends, -1)
     deferred: list[tuple[int, bytes | None]] | None = [] if skip_first and end >= 0 else None
     held = 0
@@ -230,49 +231,49 @@ def count_parts(path: str, max_line: int, ends: Iterator[int], skip_first: bool 
             if number >= end >= 0:  # (as the loader cuts: on the first line past the part)
                 if deferred is not None:  # the first part, the loader's to count
                     deferred = None
-                    counted = count_lines([_EMPTY] * (end - first), [{}] * (end - first))
-                else:
-                    _pad(lines, end - first)
-                    counted = lines.counted()
-                yield Block(counted, (before, stamp_of(os.fstat(f.fileno()))), first, False)
-                lines, first, end = LineCounter(), end, next(ends, -1)
+                    documents, bags = [_EMPTY] * (end - first), [{}] * (end - first)
+                _pad(documents, bags, end - first)
+                yield Block(count_lines(documents, bags), (before, stamp_of(os.fstat(f.fileno()))), first, False)
+                documents, bags, first, end = [], [], end, next(ends, -1)
             if deferred is not None:
                 deferred.append((number, line))
                 held += len(line or b"")
                 if held <= SKIP_BYTES:
                     continue
                 for earlier, text in deferred:  # too much to hold: counted, the block then unused
-                    _count(lines, earlier - first, text)
+                    _count(documents, bags, earlier - first, text)
                 deferred = None
                 continue
-            _count(lines, number - first, line)
+            _count(documents, bags, number - first, line)
         for earlier, text in deferred or ():  # the file ended within its first part: counted after all
-            _count(lines, earlier - first, text)
+            _count(documents, bags, earlier - first, text)
         after = stamp_of(os.fstat(f.fileno()))
-    yield Block(lines.counted(), (before, after), first, True)
+    yield Block(count_lines(documents, bags), (before, after), first, True)
 
 
-def _count(lines: LineCounter, row: int, line: bytes | None) -> None:
+def _count(documents: list, bags: list, row: int, line: bytes | None) -> None:
     """One line's document and component bag at `row` (an empty one for what is no valid record)."""
-    _pad(lines, row)
+    _pad(documents, bags, row)
     try:
         value = decode_line(line) if line is not None else None
     except (ValueError, RecursionError):  # (UnicodeDecodeError is a ValueError)
         value = None
     if isinstance(value, dict):
+        documents.append(document_texts(value))
         try:
-            bag = component_bag(parse_architecture(value.get("architecture")))
+            bags.append(component_bag(parse_architecture(value.get("architecture"))))
         except Exception:  # noqa: BLE001 - an invalid record: the loader does not keep it
-            bag = {}
-        lines.add(document_texts(value), bag)
+            bags.append({})
     else:
-        lines.add(_EMPTY, {})
+        documents.append(_EMPTY)
+        bags.append({})
 
 
-def _pad(lines: LineCounter, rows: int) -> None:
+def _pad(documents: list, bags: list, rows: int) -> None:
     """Empty rows up to `rows` (blank lines)."""
-    for _ in range(rows - len(lines)):
-        lines.add(_EMPTY, {})
+    if rows > len(documents):
+        bags.extend([{}] * (rows - len(documents)))
+        documents.extend([_EMPTY] * (rows - len(documents)))
 
 
 def _shifted(rows: np.ndarray, first: int) -> np.ndarray:

@@ -4,7 +4,7 @@ score = 0.40·lexical + 0.25·structural + 0.15·recency + 0.20·importance, the
 do not apply redistributed over those that do.
 """
 
-from .documents import CountedLines, Counts, LineCounter, count_lines
+from .documents import CountedLines, Counts, count_lines
 from .index import IndexState, LiveIndex
 from .model import (
     DEAD_END_IMPORTANCE_FLOOR,
@@ -24,7 +24,7 @@ from .tokenize import tokenize
 
 __all__ = [
     "DEAD_END_IMPORTANCE_FLOOR", "DEFAULT_HALF_LIFE_DAYS", "DEFAULT_WEIGHTS", "TERMS", "CountedLines", "Counts",
-    "Embedder", "IndexState", "LineCounter", "LiveIndex", "RetrievalQuery", "ScoreComponents", "ScoredRecord", "Weights",
+    "Embedder", "IndexState", "LiveIndex", "RetrievalQuery", "ScoreComponents", "ScoredRecord", "Weights",
     "canonical_component", "component_bag", "count_lines", "dead_end_reason", "embedding_text", "importance",
     "is_dead_end", "rank", "recency", "tokenize",
 ]

@@ -96,12 +96,8 @@ class DocumentCounter:
         covers the whole vocabulary. Counted a chunk of documents at a time, then each chunk's triples
         are placed where they belong (a counting sort: no global sort, no copy of the whole batch but
         the result's). Compact dtypes (int32, float32: a tf is exact below 2²⁴)."""
-        return self.assemble([self.count_chunk(documents[start:start + CHUNK_DOCUMENTS], start)
-                              for start in range(0, len(documents), CHUNK_DOCUMENTS)])
-
-    def assemble(self, chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """`count`'s CSR of chunks counted before (`count_chunk`, in row order)."""
+        chunks = [self._count_chunk(documents[start:start + CHUNK_DOCUMENTS], start)
+                  for start in range(0, len(documents), CHUNK_DOCUMENTS)]
         n_keys = len(self._runs.vocabulary)
         sizes = np.zeros(n_keys, dtype=np.int64)
         for keys, lengths, _, _ in chunks:
@@ -118,7 +114,7 @@ class DocumentCounter:
             cursor[keys] += lengths
         return indptr, rows, counts
 
-    def count_chunk(self, documents: Sequence[Sequence[str]], first_row: int,
+    def _count_chunk(self, documents: Sequence[Sequence[str]], first_row: int,
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The chunk's distinct keys, how many documents hold each, and the (row, tf) pairs sorted by
         key then row."""
@@ -299,43 +295,10 @@ def count_lines(documents: Sequence[tuple[str, str, str, str]], bags: Sequence[M
     `index.document_fields` gives them of a record) and its architecture's component counts (`bags`:
     each line's `component_bag`; a line that is no record has empty fields and an empty bag). The
     index takes it as `LiveIndex.update(counted=...)`; the result ranks exactly as counting there."""
-    lines = LineCounter()
-    for document, bag in zip(documents, bags):
-        lines.add(document, bag)
-    return lines.counted()
-
-
-class LineCounter:
-    """`count_lines`, a line at a time: the documents are counted as each chunk of them fills, so
-    that a part's text is never held whole (`pool.counting`'s child: its peak at a 100k-line first
-    query was 535 MiB, 448 MiB so)."""
-
-    def __init__(self) -> None:
-        self._terms: dict[str, int] = {}
-        self._counter = DocumentCounter(self._terms)
-        self._chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-        self._documents: list[tuple[str, str, str, str]] = []
-        self._bags: list[Mapping[str, float]] = []
-
-    def __len__(self) -> int:
-        return len(self._bags)
-
-    def add(self, document: tuple[str, str, str, str], bag: Mapping[str, float]) -> None:
-        """The next line's document and component bag."""
-        self._documents.append(document)
-        self._bags.append(bag)
-        if len(self._documents) == CHUNK_DOCUMENTS:
-            self._chunks.append(self._counter.count_chunk(self._documents, len(self._bags) - CHUNK_DOCUMENTS))
-            self._documents = []
-
-    def counted(self) -> CountedLines:
-        """The lines added, counted."""
-        if self._documents:
-            self._chunks.append(self._counter.count_chunk(self._documents, len(self._bags) - len(self._documents)))
-            self._documents = []
-        components: dict[str, int] = {}
-        bags = self._bags
-        component_counts = csr(*bag_triples(bags, components), len(components))
-        return CountedLines(Counts(len(bags), list(self._terms), *self._counter.assemble(self._chunks)),
-                            Counts(len(bags), list(components), *component_counts),
-                            np.array([sum(bag.values()) for bag in bags], dtype=np.float64))
+    terms: dict[str, int] = {}
+    components: dict[str, int] = {}
+    term_counts = DocumentCounter(terms).count(documents)
+    component_counts = csr(*bag_triples(bags, components), len(components))
+    return CountedLines(Counts(len(documents), list(terms), *term_counts),
+                        Counts(len(bags), list(components), *component_counts),
+                        np.array([sum(bag.values()) for bag in bags], dtype=np.float64))
