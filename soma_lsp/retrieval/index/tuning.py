@@ -14,3 +14,5 @@ WEIGHTINGS_KEPT = 8  # query shapes whose per-record weighting is kept (see `_we
 STATIC_PARTS_KEPT = 4  # per query shape: the approximate score's query-independent part for this many `now`s,
 # and its structural denominators for this many architecture totals
 PRESENCE_FRACTION = 32  # a component in ≥ 1/32 of the slots is added through a boolean presence vector
+ANSWERS_KEPT = 64  # `rank`'s answers kept per layout (a file's definitions, hovered and lensed: results of a
+# few dozen records each, small beside the index)
