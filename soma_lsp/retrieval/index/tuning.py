@@ -16,3 +16,5 @@ STATIC_PARTS_KEPT = 4  # per query shape: the approximate score's query-independ
 PRESENCE_FRACTION = 32  # a component in ≥ 1/32 of the slots is added through a boolean presence vector
 ANSWERS_KEPT = 64  # `rank`'s answers kept per layout (a file's definitions, hovered and lensed: results of a
 # few dozen records each, small beside the index)
+APPROXIMATIONS_KEPT = 4  # the approximate step's float32 bm25 of every slot, per layout, for this many term
+# lists (4 bytes a slot each: 16 MB at 1M records)
