@@ -72,10 +72,9 @@ class _ApproximatePass:
         for vector in vectors[2:]:
             bm25 += vector
         wide = self._contributions.fits_wide(self._terms.posted)
-        for key, idf_t, is_dense in zip(q.keys.tolist(), q.idf, dense.tolist()):
-            if is_dense:
-                continue
-            for segment in self._terms.segments:
+        sparse = [(key, idf_t) for key, idf_t, is_dense in zip(q.keys.tolist(), q.idf, dense.tolist()) if not is_dense]
+        for segment in self._terms.segments:  # segment by segment: its slots stay in the cache while
+            for key, idf_t in sparse:  # every term adds to them (each slot still adds in query order)
                 found = self._contributions.sparse(self._layout, segment, key, idf_t, norm, wide)
                 if found is not None:
                     np.add.at(bm25, *found)
