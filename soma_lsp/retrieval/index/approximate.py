@@ -108,12 +108,8 @@ class _ApproximatePass:
             delta += 3 * approximate.error  # a ratio of two values each within ε, times w' ≤ 1
         else:
             score = static.copy()
-        if q.bag_total > 0:  # w'·shared / (Σ q + Σ r − shared), in place
-            shared = self._shared_everywhere(q, np.float32)
-            structural = np.subtract(self._denominators(q), shared)
-            shared *= w["float32"]["structural"]
-            np.divide(shared, structural, out=structural)
-            score += structural
+        if q.bag_total > 0:
+            score += self._structural_part(q)
             delta += (2 * len(q.bag) + 8) * 2.0 ** -24
         score[self._dead()] = -np.inf
         found = _top_within(score, limit, 2 * delta)
@@ -139,16 +135,23 @@ class _ApproximatePass:
                 relevant[undecided] = self._shared_at(q, slots[undecided]) > 0
         return relevant
 
-    def _denominators(self, q: "_Query") -> np.ndarray:
-        """Σ q + Σ r per slot in float32, kept per weighting and Σ q (a file's hovers share their
-        architecture; most queries name as many components)."""
-        kept = q.weighting["denominators"]
-        found = kept.get(q.bag_total)
+    def _structural_part(self, q: "_Query") -> np.ndarray:
+        """w'·shared / (Σ q + Σ r − shared) per slot in float32, kept per weighting and component bag:
+        it does not depend on the query's words, and a file's hovers share its architecture — one
+        pass instead of a scatter of the components' postings and four passes over every slot."""
+        kept = q.weighting["structural"]  # a fresh dict per weighting, so per layout too
+        bag = tuple(q.bag.items())  # in query order, the order `_shared_everywhere` adds in
+        found = kept.get(bag)
         if found is None:
             if len(kept) >= tuning.STATIC_PARTS_KEPT:
                 kept.pop(next(iter(kept)))
-            found = kept[q.bag_total] = np.add(q.weighting["float32"]["arch_total"], np.float32(q.bag_total))
+            w = q.weighting["float32"]
+            shared = self._shared_everywhere(q, np.float32)
+            found = np.subtract(np.add(w["arch_total"], np.float32(q.bag_total)), shared)
+            shared *= w["structural"]
+            np.divide(shared, found, out=found)
             found.flags.writeable = False
+            kept[bag] = found
         return found
 
     def _static_part(self, q: "_Query") -> tuple[np.ndarray, float]:
