@@ -145,13 +145,24 @@ class _ApproximatePass:
         if found is None:
             if len(kept) >= tuning.STATIC_PARTS_KEPT:
                 kept.pop(next(iter(kept)))
-            w = q.weighting["float32"]
             shared = self._shared_everywhere(q, np.float32)
-            found = np.subtract(np.add(w["arch_total"], np.float32(q.bag_total)), shared)
-            shared *= w["structural"]
+            found = np.subtract(self._denominators(q), shared)
+            shared *= q.weighting["float32"]["structural"]
             np.divide(shared, found, out=found)
             found.flags.writeable = False
             kept[bag] = found
+        return found
+
+    def _denominators(self, q: "_Query") -> np.ndarray:
+        """Σ q + Σ r per slot in float32, kept per weighting and Σ q: a stream of queries whose bags
+        differ (so does their structural term) mostly names as many components."""
+        kept = q.weighting["denominators"]
+        found = kept.get(q.bag_total)
+        if found is None:
+            if len(kept) >= tuning.STATIC_PARTS_KEPT:
+                kept.pop(next(iter(kept)))
+            found = kept[q.bag_total] = np.add(q.weighting["float32"]["arch_total"], np.float32(q.bag_total))
+            found.flags.writeable = False
         return found
 
     def _static_part(self, q: "_Query") -> tuple[np.ndarray, float]:

@@ -157,6 +157,7 @@ class _Ranking(_ExactPass, _ApproximatePass):
             "effective": effective, "importance": table[:, 3][classes] * columns.view("importance"),
             "static": {},  # `now` → the approximate step's query-independent part (`_static_part`)
             "structural": {},  # component bag → the approximate step's structural term (`_structural_part`)
+            "denominators": {},  # Σ q → Σ q + Σ r per slot, float32 (`_denominators`)
         }
         weighting["float32"] = {  # the same, rounded, for `_candidates`
             name: np.asarray(values, dtype=np.float32) for name, values in (
