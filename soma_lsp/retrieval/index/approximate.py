@@ -154,8 +154,8 @@ class _ApproximatePass:
         return found
 
     def _denominators(self, q: "_Query") -> np.ndarray:
-        """Σ q + Σ r per slot in float32, kept per weighting and Σ q: a stream of queries whose bags
-        differ (so does their structural term) mostly names as many components."""
+        """Σ q + Σ r per slot in float32, kept per weighting and Σ q: queries whose bags differ (and
+        so their structural terms) mostly name as many components."""
         kept = q.weighting["denominators"]
         found = kept.get(q.bag_total)
         if found is None:
