@@ -51,6 +51,11 @@ from _stores import corpus_jsonl  # noqa: E402
 from soma_lsp.gcpause import collector_paused  # noqa: E402
 from soma_lsp.records import parse_record  # noqa: E402
 from soma_lsp.retrieval import LiveIndex, RetrievalQuery, tokenize  # noqa: E402
+from soma_lsp.retrieval.index import tuning  # noqa: E402
+
+# What is measured is a ranking computed, as for a question never asked: no answer kept, and no
+# query's bm25 reused by the next (a query's full and lexical-only ranks share their words).
+tuning.ANSWERS_KEPT = tuning.APPROXIMATIONS_KEPT = 0
 
 # the tokenizer the index applies to documents (same bag as docs/spec.md §2.1's `tokenize`; faster), when present
 DOC_TOKENIZE = getattr(importlib.import_module("soma_lsp.retrieval.tokenize"), "document_terms", tokenize)

@@ -154,9 +154,10 @@ def _same(a, b):
         [(r.record.id, r.score, r.components, r.dead_end) for r in b]
 
 
-def _churned(records, churn):
-    """An index of the records, then some of them replaced or removed: their old slots stay behind, dead."""
-    index = LiveIndex(records)
+def _churned(records, churn, index=None):
+    """An index of the records (or `index`), then some of them replaced or removed: their old slots
+    stay behind, dead."""
+    index = LiveIndex(records) if index is None else index
     for i in churn:
         victim = records[i % len(records)]
         if i % 2:
@@ -187,15 +188,35 @@ def test_what_queries_keep_between_them_changes_nothing(records, qs, churn):
     query-independent part kept for its `now` — ranks as each query on an index of its own does, bit
     for bit; and adding a common component through its presence vector (in a pool this small every
     component is common) equals scattering it from the postings (PRESENCE_FRACTION 0: none is), in the
-    approximate step and in the exact one (FEW_SLOTS 0: every slot's values come from a pass over all)."""
+    approximate step and in the exact one (FEW_SLOTS 0: every slot's values come from a pass over all).
+    Answers are not kept here (ANSWERS_KEPT 0): each ask computes its ranking."""
     stream = _churned(records, churn)
     for q in qs:
         for limit, few_slots in ((2, tuning.FEW_SLOTS), (2, tuning.FEW_SLOTS), (2, 0), (None, 0)):
-            with mock.patch.object(tuning, "FEW_SLOTS", few_slots):
+            with mock.patch.object(tuning, "FEW_SLOTS", few_slots), mock.patch.object(tuning, "ANSWERS_KEPT", 0):
                 got = stream.rank(_query(q, limit))
                 with mock.patch.object(tuning, "PRESENCE_FRACTION", 0):
                     _same(got, _churned(records, churn).rank(_query(q, limit)))
                 _same(got, _churned(records, churn).rank(_query(q, limit)))
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(pools(), st.lists(queries, min_size=1, max_size=4), st.booleans(), st.lists(st.integers(0, 40), min_size=1, max_size=4))
+def test_an_answer_kept_is_the_answer_computed(records, qs, relevant_only, churn):
+    """`rank` keeps its answers while the layout stands: asked again, a question gets a copy of its
+    answer (emptying the first changes nothing), a kept answer is what a fresh index computes, and an
+    update — which moves the layout — drops them (after the churn the answers are the churned pool's)."""
+    stream = LiveIndex(records)
+    with mock.patch.object(tuning, "ANSWERS_KEPT", 2):  # fewer than the questions: eviction too
+        for q in qs:
+            stream.rank(_query(q, 3), relevant_only=relevant_only).clear()
+        for q in qs:
+            _same(stream.rank(_query(q, 3), relevant_only=relevant_only),
+                  LiveIndex(records).rank(_query(q, 3), relevant_only=relevant_only))
+        _churned(records, churn, stream)
+        for q in qs:
+            _same(stream.rank(_query(q, 3), relevant_only=relevant_only),
+                  _churned(records, churn).rank(_query(q, 3), relevant_only=relevant_only))
 
 
 @settings(max_examples=300, deadline=None)
@@ -241,8 +262,8 @@ def test_the_margin_keeps_a_near_tie_exact():
     assert [r.record.id for r in index.rank(RetrievalQuery(text="rope theta norm", limit=1))] == ["r0"]
     top_within = approximate._top_within
     no_margin = lambda score, limit, margin, blocks=1024: top_within(score, limit, 0.0, blocks)  # noqa: E731
-    with mock.patch.object(approximate, "_top_within", no_margin):
-        assert [r.record.id for r in index.rank(RetrievalQuery(text="rope theta norm", limit=1))] == ["r1"]
+    with mock.patch.object(approximate, "_top_within", no_margin):  # a fresh index: no answer kept
+        assert [r.record.id for r in LiveIndex(records).rank(RetrievalQuery(text="rope theta norm", limit=1))] == ["r1"]
 
 
 @settings(max_examples=200, deadline=None)

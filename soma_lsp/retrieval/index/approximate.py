@@ -42,13 +42,25 @@ class _ApproximatePass:
     """The approximate step (a part of `LiveIndex`, on the state `live` holds; `ranking` calls it)."""
 
     def _approximate(self, q: "_Query") -> "_Approximate | None":
-        """bm25 of every slot in float32 (None when no query term occurs in the pool).
-
-        Each of the n contributions is rounded to float32 once and added once in float32, each step
-        off by at most u = 2⁻²⁴ relative on sums of positive values, so (2n + 1)·u bounds the
-        relative error; ε is twice that, for safety."""
+        """bm25 of every slot in float32 (None when no query term occurs in the pool), kept per layout
+        for the last APPROXIMATIONS_KEPT term lists: the same words are ranked again with another limit
+        or gate (a definition's lens and its hover) and scored (`score`, for its ties and tiers)."""
         if not q.keys.size:
             return None
+        kept = self._per_layout().setdefault("approximations", {})  # keys → bm25, oldest first
+        key = q.keys.tobytes()  # the keys fix the idf while the layout stands
+        found = kept.pop(key, None)
+        if found is None:
+            found = self._approximated(q)
+        kept[key] = found  # (re)inserted last: the least recently used goes first
+        while len(kept) > tuning.APPROXIMATIONS_KEPT:
+            kept.pop(next(iter(kept)))
+        return found
+
+    def _approximated(self, q: "_Query") -> "_Approximate":
+        """Each of the n contributions is rounded to float32 once and added once in float32, each step
+        off by at most u = 2⁻²⁴ relative on sums of positive values, so (2n + 1)·u bounds the
+        relative error; ε is twice that, for safety."""
         norm, n = self._length_norm(), len(self._slot_of)
         dense = self._dense_fraction() * self._terms.doc_freq[q.keys] >= n
         vectors = [self._contributions.dense(self._layout, self._terms.segments, key, idf_t, norm)
@@ -60,15 +72,15 @@ class _ApproximatePass:
         for vector in vectors[2:]:
             bm25 += vector
         wide = self._contributions.fits_wide(self._terms.posted)
-        for key, idf_t, is_dense in zip(q.keys.tolist(), q.idf, dense.tolist()):
-            if is_dense:
-                continue
-            for segment in self._terms.segments:
+        sparse = [(key, idf_t) for key, idf_t, is_dense in zip(q.keys.tolist(), q.idf, dense.tolist()) if not is_dense]
+        for segment in self._terms.segments:  # segment by segment: its slots stay in the cache while
+            for key, idf_t in sparse:  # every term adds to them (each slot still adds in query order)
                 found = self._contributions.sparse(self._layout, segment, key, idf_t, norm, wide)
                 if found is not None:
                     np.add.at(bm25, *found)
         top = float(bm25.max() if self._dead().size == 0 else
                     np.max(bm25, where=self._columns.view("alive"), initial=0.0))
+        bm25.flags.writeable = False  # kept, shared by the queries of these terms
         return _Approximate(bm25, top, 2 * (2 * q.keys.size + 1) * 2.0 ** -24)
 
     def _candidates(self, q: "_Query", limit: int, relevant_only: bool,
@@ -79,8 +91,14 @@ class _ApproximatePass:
         The approximate score is assembled in float32 (half the memory traffic of float64): a few
         roundings of values ≤ 1, each off by at most u = 2⁻²⁴, so 64·u bounds their sum's error, plus
         (2m + 8)·u for the structural term of a query with m components (its shared count is a float32
-        sum of m values)."""
-        columns, w = self._columns, q.weighting
+        sum of m values).
+
+        With `relevant_only`, spec §3.5's gate (lexical > 0 or structural > 0) is checked on the
+        candidates only: they nearly always pass it (a record with no query word and no shared
+        component scores its static part alone, far below the best), and then they are what masking
+        every slot the gate drops would have given (the mask, written over 1M slots, was a quarter of
+        this step). Else the mask is set and the cut taken again."""
+        w = q.weighting
         f32 = np.float32
         static, delta = self._static_part(q)
         if approximate is not None:  # w'·bm25 / max bm25 + the static part: no copy of the latter
@@ -90,26 +108,54 @@ class _ApproximatePass:
             delta += 3 * approximate.error  # a ratio of two values each within ε, times w' ≤ 1
         else:
             score = static.copy()
-        shared = self._shared_everywhere(q, np.float32) if q.bag_total > 0 else None
-        relevant = None
-        if relevant_only:
-            relevant = (approximate.bm25 > 0) if approximate is not None else np.zeros(columns.size, bool)
-            if shared is not None:
-                relevant |= shared > 0
-        if shared is not None:  # w'·shared / (Σ q + Σ r − shared), in place (`shared` is not needed after)
-            structural = np.subtract(self._denominators(q), shared)
-            shared *= w["float32"]["structural"]
-            np.divide(shared, structural, out=structural)
-            score += structural
+        if q.bag_total > 0:
+            score += self._structural_part(q)
             delta += (2 * len(q.bag) + 8) * 2.0 ** -24
         score[self._dead()] = -np.inf
-        if relevant is not None:
-            score[~relevant] = -np.inf
-        return _top_within(score, limit, 2 * delta)
+        found = _top_within(score, limit, 2 * delta)
+        if relevant_only and not self._gated(q, approximate, found).all():
+            score[~self._gated(q, approximate)] = -np.inf
+            found = _top_within(score, limit, 2 * delta)
+        return found
+
+    def _gated(self, q: "_Query", approximate: "_Approximate | None", slots: np.ndarray | None = None) -> np.ndarray:
+        """Whether spec §3.5's gate keeps these slots (None: every slot): a query term in the record's
+        document (bm25 > 0) or a component shared with the query. Few slots take their shared count
+        from their records, and only where bm25 does not already decide."""
+        size = self._columns.size if slots is None else slots.size
+        if approximate is None:
+            relevant = np.zeros(size, dtype=bool)
+        else:
+            relevant = approximate.bm25 > 0 if slots is None else approximate.bm25[slots] > 0
+        if q.bag_total > 0:
+            if slots is None:
+                relevant |= self._shared_everywhere(q, np.float32) > 0
+            else:
+                undecided = np.flatnonzero(~relevant)
+                relevant[undecided] = self._shared_at(q, slots[undecided]) > 0
+        return relevant
+
+    def _structural_part(self, q: "_Query") -> np.ndarray:
+        """w'·shared / (Σ q + Σ r − shared) per slot in float32, kept per weighting and component bag:
+        it does not depend on the query's words, and a file's hovers share its architecture — one
+        pass instead of a scatter of the components' postings and four passes over every slot."""
+        kept = q.weighting["structural"]  # a fresh dict per weighting, so per layout too
+        bag = tuple(q.bag.items())  # in query order, the order `_shared_everywhere` adds in
+        found = kept.get(bag)
+        if found is None:
+            if len(kept) >= tuning.STATIC_PARTS_KEPT:
+                kept.pop(next(iter(kept)))
+            shared = self._shared_everywhere(q, np.float32)
+            found = np.subtract(self._denominators(q), shared)
+            shared *= q.weighting["float32"]["structural"]
+            np.divide(shared, found, out=found)
+            found.flags.writeable = False
+            kept[bag] = found
+        return found
 
     def _denominators(self, q: "_Query") -> np.ndarray:
-        """Σ q + Σ r per slot in float32, kept per weighting and Σ q (a file's hovers share their
-        architecture; most queries name as many components)."""
+        """Σ q + Σ r per slot in float32, kept per weighting and Σ q: queries whose bags differ (and
+        so their structural terms) mostly name as many components."""
         kept = q.weighting["denominators"]
         found = kept.get(q.bag_total)
         if found is None:

@@ -12,5 +12,9 @@ KEYS_ONE_BY_ONE = 4  # `_Segment.counts_at` searches up to this many keys' posti
 FEW_SLOTS = 4096  # exact values of up to this many slots are looked up, not scattered
 WEIGHTINGS_KEPT = 8  # query shapes whose per-record weighting is kept (see `_weighting`)
 STATIC_PARTS_KEPT = 4  # per query shape: the approximate score's query-independent part for this many `now`s,
-# and its structural denominators for this many architecture totals
+# its structural term for this many component bags, and its denominators for this many bag totals
 PRESENCE_FRACTION = 32  # a component in ≥ 1/32 of the slots is added through a boolean presence vector
+ANSWERS_KEPT = 64  # `rank`'s answers kept per layout (a file's definitions, hovered and lensed: results of a
+# few dozen records each, small beside the index)
+APPROXIMATIONS_KEPT = 4  # the approximate step's float32 bm25 of every slot, per layout, for this many term
+# lists (4 bytes a slot each: 16 MB at 1M records)
