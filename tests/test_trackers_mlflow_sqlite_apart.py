@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import marshal
+import os
 import sqlite3
 import time
 import uuid
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from soma_lsp.pool import LivePool
-from soma_lsp.pool.apart import Child
+from soma_lsp.pool.apart import Child, idle_cores
 from soma_lsp.pool.trackers import SqliteStore, mlflow_sqlite_apart as apart
 from soma_lsp.retrieval import LiveIndex, RetrievalQuery
 from test_trackers_mlflow_sqlite import sqlite_uri, two_runs
@@ -30,6 +31,7 @@ def shared(monkeypatch) -> list[int]:
     monkeypatch.setattr(apart, "APART_RUNS", 1)
     monkeypatch.setattr(apart, "CHUNK_RUNS", 3)
     monkeypatch.setattr(apart, "spare_cores", lambda: 1)
+    monkeypatch.setattr(apart, "idle_cores", lambda spare: spare)
     scan = SqliteStore.scan
 
     def slow(self, hint=None):
@@ -163,3 +165,9 @@ def test_a_child_that_sends_anything_malformed_leaves_its_chunks_here(store, sha
     alone = read_alone(store, monkeypatch)
     assert shared == [] and loads.keys() == runs_of(alone.loads, alone).keys()
     assert "its answer is malformed; read here" in caplog.text
+
+
+@pytest.mark.parametrize("load, idle", [(0.2, 1), (1.4, 1), (1.6, 0), (3.0, 0)])
+def test_a_child_only_on_a_core_left_idle(monkeypatch, load, idle):
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    assert idle_cores(1) == idle and idle_cores(0) == 0

@@ -30,6 +30,20 @@ POLL_SECONDS = 0.002  # how often bytes not written yet are looked for
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 
 
+def idle_cores(spare: int) -> int:
+    """Of `spare` cores (`read_ahead.spare_cores`), those other work left idle over the last minute
+    (`os.getloadavg`, which counts this process too). A child on a core that is busy anyway does not
+    help: the kernel shares the cores between sessions, not processes (autogroup), so this process and
+    its child split one session's share, and the child's own cost (its start, sending its work back)
+    comes on top — measured: ≈ 30% more CPU for a first load, and no faster, at a load average of 3 on
+    2 cores (docs/benchmarks.md § Trackers)."""
+    try:
+        busy = os.getloadavg()[0]
+    except OSError:  # (no load average on this platform)
+        return spare
+    return max(0, min(spare, round(spare + 1 - busy)))
+
+
 class Child:
     """`python -c "from MODULE import main; main()" ARGS…`, started at once; `what` names its work in
     the log ("counting /data/runs.jsonl")."""

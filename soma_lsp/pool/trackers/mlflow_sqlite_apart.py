@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import astuple
 
 from ...stored import fields_of, record_of
-from ..apart import Child
+from ..apart import Child, idle_cores
 from ..loader import FileLoad
 from ..problems import NO_PROBLEMS, Problem
 from ..read_ahead import spare_cores
@@ -54,8 +54,9 @@ def chunks(starts: list[int]) -> list[range]:
 
 def start(store) -> "Share | None":
     """A child sharing the first read of `store` (a `SqliteStore`), or None when the store is small, no
-    core is spare, or it cannot start (then it is all read here, and any problem reported as ever)."""
-    if spare_cores() < 1:
+    core is spare and idle (`apart.idle_cores`), or it cannot start (then it is all read here, and any
+    problem reported as ever)."""
+    if idle_cores(spare_cores()) < 1:
         return None
     try:
         connection = store._connect()
