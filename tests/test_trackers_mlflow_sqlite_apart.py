@@ -27,7 +27,7 @@ COPIES = 30
 @pytest.fixture
 def shared(monkeypatch) -> list[int]:
     """Every first read shared in chunks of 3 runs, this process slowed to 0.2 s a chunk so that the
-    child reads some; gives the number of runs of each chunk received from the child."""
+    child reads some; gives the number of runs of each chunk built from what the child sent."""
     monkeypatch.setattr(apart, "APART_RUNS", 1)
     monkeypatch.setattr(apart, "CHUNK_RUNS", 3)
     monkeypatch.setattr(apart, "spare_cores", lambda: 1)
@@ -42,7 +42,13 @@ def shared(monkeypatch) -> list[int]:
     monkeypatch.setattr(SqliteStore, "scan", slow)
     received: list[int] = []
     loads = apart.Share._loads
-    monkeypatch.setattr(apart.Share, "_loads", lambda self, runs: received.append(len(runs)) or loads(self, runs))
+
+    def spy(self, runs):
+        built = loads(self, runs)
+        received.append(len(built))
+        return built
+
+    monkeypatch.setattr(apart.Share, "_loads", spy)
     return received
 
 
@@ -154,16 +160,19 @@ def frame(value) -> bytes:
     return apart._LENGTH.pack(len(body)) + body
 
 
-@pytest.mark.parametrize("data", [frame((0, [], [])), apart._LENGTH.pack(5) + b"junk!",
-                                  frame((10**6, [("a", b"", None, ())], []))],
-                         ids=["the first chunk first", "no marshal", "no such chunk"])
+@pytest.mark.parametrize("data", [lambda last: frame((0, [], [])), lambda last: apart._LENGTH.pack(5) + b"junk!",
+                                  lambda last: frame((10**6, [("a", b"", None, ())], [])),
+                                  lambda last: frame((last, [("a", b"")], [])),
+                                  lambda last: frame((last, [], [()]))],
+                         ids=["the first chunk first", "no marshal", "no such chunk", "no run", "no runs row"])
 def test_a_child_that_sends_anything_malformed_leaves_its_chunks_here(store, shared, monkeypatch, caplog, data):
-    monkeypatch.setattr(apart, "Child", lambda module, args, what: Written(data))
+    # (args: the database, the busy timeout, then each chunk's start but the first's)
+    monkeypatch.setattr(apart, "Child", lambda module, args, what: Written(data(len(args) - 2)))
     reader = SqliteStore(str(store))
     with caplog.at_level(logging.ERROR):
         loads = runs_of(reader.sync({}), reader)
     alone = read_alone(store, monkeypatch)
-    assert shared == [] and loads.keys() == runs_of(alone.loads, alone).keys()
+    assert sum(shared) == 0 and loads.keys() == runs_of(alone.loads, alone).keys()
     assert "its answer is malformed; read here" in caplog.text
 
 

@@ -118,8 +118,7 @@ class SqliteStore(TrackerSource):
         if share is None:
             return _built(self.scan())
         state, self._heads, changes = self._state(), {}, {}
-        heads = share.read(lambda rowids: _built(self.scan(rowids)), early or changes.update)
-        self._heads.update((head[0], head) for head in heads)
+        self._heads.update(share.read(lambda rowids: _built(self.scan(rowids)), early or changes.update))
         self._seen = state  # (as of before the chunks' reads: a change meanwhile is one more to follow)
         return changes
 

@@ -76,24 +76,25 @@ class Share:
     def __init__(self, store, rowids: list[range]) -> None:
         self.store = store
         self.chunks = rowids
-        self._child = Child(type(store).__module__, [store.path, repr(store.busy_seconds), *(str(c.start) for c in rowids[1:])],
+        self._child = Child(type(store).__module__,
+                            [store.path, repr(store.busy_seconds), *(str(c.start) for c in rowids[1:])],
                             f"reading the runs of {store.entry}")
         self._at = 0  # where the next frame starts in the child's output
         self._lowest = len(rowids)  # the lowest chunk received from the child
         self._failed = False
 
     def read(self, read_here: Callable[[range], dict[str, FileLoad]],
-             take: Callable[[dict[str, FileLoad]], None]) -> list[tuple]:
+             take: Callable[[dict[str, FileLoad]], None]) -> dict[str, tuple]:
         """Every run's load, a chunk's at a time to `take`: chunks from the first up read by
         `read_here(rowids)`, until they meet those the child sent from the last down. Returns the
-        `runs` rows the child read."""
-        heads: list[tuple] = []
+        `runs` rows the child read, by run id."""
+        heads: dict[str, tuple] = {}
         next_here = 0
         try:
             while True:
                 for loads, chunk_heads in self._received(next_here):
                     take(loads)
-                    heads.extend(chunk_heads)
+                    heads.update(chunk_heads)
                 if next_here >= self._lowest:
                     return heads
                 take(read_here(self.chunks[next_here]))
@@ -101,7 +102,7 @@ class Share:
         finally:
             self._child.close()
 
-    def _received(self, next_here: int) -> Iterator[tuple[dict[str, FileLoad], list[tuple]]]:
+    def _received(self, next_here: int) -> Iterator[tuple[dict[str, FileLoad], dict[str, tuple]]]:
         """The chunks the child has sent so far, not waited for, down to `next_here` (those below it
         are read here); none once it failed or sent anything malformed (logged)."""
         while not self._failed and self._lowest > next_here:
@@ -109,15 +110,16 @@ class Share:
                 frame = self._frame()
                 if frame is None:
                     return
-                chunk, runs, heads = frame
+                chunk, runs, rows = frame
                 if chunk != self._lowest - 1:
                     raise ValueError(f"chunk {chunk} after chunk {self._lowest}")
+                loads, heads = self._loads(runs), {row[0]: tuple(row) for row in rows}
             except Exception:  # noqa: BLE001 - reading its chunks here is always possible
                 log.exception("%s apart: its answer is malformed; read here", self._child.what)
                 self._failed = True
                 return
             self._lowest = chunk
-            yield self._loads(runs), heads
+            yield loads, heads
 
     def _frame(self) -> tuple | None:
         length = self._child.read(self._at, _LENGTH.size, wait=False)
