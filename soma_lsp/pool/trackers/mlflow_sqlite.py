@@ -6,7 +6,8 @@ tables and columns read here — else the store is refused with the version name
 may have moved what we read, and wrong records are worse than none. Tag and note edits touch no
 timestamp, so every sync reads every active run's rows (≈ 10 ms per 1000 runs) and rebuilds only the
 runs whose rows' fingerprint changed; `changed()` is the cheap check the follower polls (the database
-and WAL files' stat, `PRAGMA data_version`).
+and WAL files' stat, `PRAGMA data_version`). A first read of a big store may be shared with a child
+process (`mlflow_sqlite_apart`; its `main` is here).
 """
 
 from __future__ import annotations
@@ -111,9 +112,9 @@ class SqliteStore(TrackerSource):
         return changes
 
     def _first_read(self, early=None) -> dict[str, FileLoad | None]:
-        """Every run's load, nothing held yet: with a big store and a spare core, a child reads a share
-        meanwhile (`mlflow_sqlite_apart`), and each chunk read goes to `early` (when given) at once;
-        else they are all read here."""
+        """Every run's load, nothing held yet: with a big store and a core left idle, a child reads a
+        share meanwhile (`mlflow_sqlite_apart`), and each chunk read goes to `early` (when given) at
+        once; else they are all read here."""
         share = mlflow_sqlite_apart.start(self)
         if share is None:
             return _built(self.scan())
