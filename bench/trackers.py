@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/trackers.py                    # N = 100k (SQLite), M = 10k (server)
     .venv/bin/python bench/trackers.py --n 20000 --m 2000 # smaller smoke run
+    .venv/bin/python bench/trackers.py --sqlite-only      # no tracking server
 
 The schema is made by the real mlflow client (one run logged), then N runs are inserted as rows
 (logging them through the client takes ≈ 15 s per 1000): each with a run name, a note, a git commit,
@@ -10,7 +11,9 @@ warm, Python cold). The SQLite measurements run in `--repeat` rounds, each round
 a ratio is taken within its round (median, min–max); the server's, best of `--repeat`:
 
 * baseline: a plain `sqlite3` read of the same rows (runs, tags, params, latest metrics) into tuples;
-* first load: `LivePool(["sqlite:///…"], LiveIndex()).load()` — read, map, validate, index;
+* first load: `LivePool(["sqlite:///…"], LiveIndex()).load()` — read, map, validate, index; its CPU
+  is the loading process's and, apart, with its child's (a first read shared with a child on an idle
+  core, `trackers.mlflow_sqlite_apart`);
 * restart: the same with a snapshot saved by a previous process (fingerprints compared, nothing rebuilt);
 * new run visible: a run inserted (rows committed by another connection) while `TrackerFollower` polls
   the database (every 0.5 s): time until the pool has it (median of 5); the same for a run folder
