@@ -215,7 +215,7 @@ def test_a_file_changed_after_the_child_read_it_is_counted_here(tmp_path, monkey
     def then_change(files, max_line, **options):
         children = start(files, max_line, **options)
         for child in children.values():
-            child._child.wait()  # it has read the file and sent its count (the pipe holds it)
+            child._child._process.wait()  # it has read the file and sent its count (its output file holds it)
         write(path, json.dumps(rec(1, notes="rotary only now")) + "\n" + path.read_text())
         settle(tmp_path / "p")
         return children

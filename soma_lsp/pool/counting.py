@@ -19,8 +19,9 @@ equal the stamp the loader took and the file still has — the rule that lets a 
 unread — and that stamp is not racy (`FileLoad.stamp`); a part's block is checked alike, with the
 stamp the child had when it sent it. A file changed or replaced meanwhile, or
 written in the last two seconds, a child that failed, hung or sent anything malformed: the documents
-are counted here, as without it. The child reads nothing but that file and writes nothing but its
-stdout and stderr, two unnamed temporary files, its count in a fixed binary layout (no pickle).
+are counted here, as without it. The child (`pool.apart.Child`) reads nothing but that file and writes
+nothing but its stdout and stderr, two unnamed temporary files, its count in a fixed binary layout (no
+pickle).
 """
 
 from __future__ import annotations
@@ -29,18 +30,15 @@ import gc
 import logging
 import os
 import struct
-import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
 from ..records import document_texts, parse_architecture
 from ..retrieval import CountedLines, Counts, component_bag, count_lines
+from .apart import Child
 from .loader import STAMP, FileLoad, decode_line, jsonl_lines, stamp_of
 from .read_ahead import spare_cores
 from . import parts
@@ -48,14 +46,11 @@ from . import parts
 log = logging.getLogger(__name__)
 
 APART_BYTES = 32 << 20  # smaller files count faster here than a child starts (~0.2 s of imports)
-WAIT_SECONDS = 120  # a child this late is stopped and its file counted here
-POLL_SECONDS = 0.002  # how often a block not sent yet is looked for
 SKIP_BYTES = 64 << 20  # the child holds at most this much of the first part's lines uncounted
 MAGIC = b"SOMACNT2"
 _HEADER = struct.Struct("<8sQQQ" + "3Q" * 2 + f"{STAMP.size}s" * 2)  # magic, first line, end line, last block?;
 # per `Counts`: bytes of names, names, postings; two stamps
 _EMPTY = ("", "", "", "")
-_PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 
 
 def start(files: Iterable[tuple[str, int]], max_line: int, *, in_parts: bool = True) -> dict[str, "Counting"]:
@@ -92,20 +87,8 @@ class Counting:
         self._failed = False
         self._at = 0  # where the next block starts in the child's output
         self._end = 0  # the line the blocks taken so far end at
-        environment = dict(os.environ)
-        environment["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_PARENT, environment.get("PYTHONPATH")]))
-        # the child writes into unnamed temporary files, not pipes: a pipe would hold it until this
-        # process reads, and then pass 35 MB 64 KB at a time (0.1–0.3 s, measured)
-        self._out, self._err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
-        try:
-            self._child = subprocess.Popen(
-                [sys.executable, "-c", "from soma_lsp.pool.counting import main; main()", path, str(max_line),
-                 str(parts.FIRST_PART_LINES if in_parts else 0)],
-                stdin=subprocess.DEVNULL, stdout=self._out, stderr=self._err, env=environment)
-        except OSError:
-            self._out.close()
-            self._err.close()
-            raise
+        self._child = Child(__name__, [path, str(max_line), str(parts.FIRST_PART_LINES if in_parts else 0)],
+                            f"counting {path}")
 
     def counts(self, load: FileLoad) -> CountedLines | None:
         """The child's counts of the lines of `load`'s records not counted before — a part of the
@@ -130,7 +113,7 @@ class Counting:
     def _checked(self, load: FileLoad) -> CountedLines | None:
         if load.stamp is None:  # written in the last two seconds: maybe still being written
             return None
-        if self._out.closed:
+        if self._child.closed:
             log.info("counting %s apart was stopped; counted here", self.path)
             return None
         records = load.records  # (in line order)
@@ -154,42 +137,18 @@ class Counting:
 
     def _next_block(self) -> Block | None:
         """The child's next block, waited for; None when the child failed or took too long (logged)."""
-        header = self._wait(_HEADER.size)
+        header = self._child.read(self._at, _HEADER.size)
         if header is None:
             return None
-        data = self._wait(_HEADER.size + _body_size(_HEADER.unpack(header)))
+        data = self._child.read(self._at, _HEADER.size + _body_size(_HEADER.unpack(header)))
         if data is None:
             return None
         self._at += len(data)
         return decode_block(data)
 
-    def _wait(self, size: int) -> bytes | None:
-        """The `size` bytes at `_at` of the child's output once it has written them (read with
-        `pread`: the child writes through the same open file, at its own offset)."""
-        fd = self._out.fileno()
-        deadline = time.monotonic() + WAIT_SECONDS
-        while os.fstat(fd).st_size < self._at + size:
-            code = self._child.poll()
-            if code is not None and os.fstat(fd).st_size < self._at + size:
-                if code:
-                    self._err.seek(max(0, os.fstat(self._err.fileno()).st_size - 2000))  # its last words
-                    log.warning("counting %s apart failed (exit %s): %s", self.path, code,
-                                self._err.read().decode(errors="replace").strip())
-                    return None
-                raise ValueError("a count cut short")
-            if time.monotonic() > deadline:
-                log.warning("counting %s apart took over %d s; counted here", self.path, WAIT_SECONDS)
-                return None
-            time.sleep(POLL_SECONDS)
-        return os.pread(fd, size, self._at)
-
     def close(self) -> None:
-        """Stop the child if it still runs (its count is not wanted, or came too late); drop its files."""
-        if self._child.poll() is None:
-            self._child.kill()
-            self._child.wait()
-        self._out.close()
-        self._err.close()
+        """Stop the child if it still runs (its count is not wanted, or came too late)."""
+        self._child.close()
 
 
 # -- the child ------------------------------------------------------------------------------------

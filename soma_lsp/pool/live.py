@@ -415,13 +415,22 @@ class LivePool:
             known = _Stamps(self._files, source.owns)  # (a view: only this thread changes `_files` now)
             before = self._extra.get(source.entry)
         message = None
+        early: dict[str, FileLoad] = {}
+
+        def take(loads: dict[str, FileLoad]) -> None:  # runs handed before the end: committed as they come
+            early.update(loads)
+            if len(early) >= self.batch_records:
+                self._commit(dict(early), {}, {})
+                early.clear()
+
         try:
-            changes = source.sync(known, hint)
+            changes = source.sync(known, hint, take)
         except trackers.TrackerError as error:
             changes, message = {}, str(error)
         except Exception as error:  # noqa: BLE001 - a reader's bug must not take the pool down
             log.exception("reading %s failed", source)
             changes, message = {}, f"could not read {source.kind} {source.entry}: {error!r}"
+        changes = early | changes
         problem = [Problem(source.entry, 0, "", message, "error", "tracker")] if message else None
         if problem != before:
             if message:

@@ -6,7 +6,8 @@ tables and columns read here — else the store is refused with the version name
 may have moved what we read, and wrong records are worse than none. Tag and note edits touch no
 timestamp, so every sync reads every active run's rows (≈ 10 ms per 1000 runs) and rebuilds only the
 runs whose rows' fingerprint changed; `changed()` is the cheap check the follower polls (the database
-and WAL files' stat, `PRAGMA data_version`).
+and WAL files' stat, `PRAGMA data_version`). A first read of a big store may be shared with a child
+process (`mlflow_sqlite_apart`; its `main` is here).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import orjson
 
 from ..loader import RACY_NS, FileLoad
 
+from . import mlflow_sqlite_apart
 from .mapping import Run, run_load
 from .source import Scan, TrackerError, TrackerSource, everything, fingerprint, stat_of
 
@@ -52,6 +54,7 @@ RUNS = HEADS.replace(" FROM runs AS r", """,
 FROM runs AS r""")
 ACTIVE = " WHERE r.lifecycle_stage != 'deleted'"
 SOME = " AND r.run_uuid IN (SELECT value FROM json_each(?))"
+ROWIDS = " AND r.rowid >= ? AND r.rowid < ?"
 
 BUSY_SECONDS = 2.0  # how long a read waits for a writer's lock before the store is reported locked
 
@@ -93,7 +96,7 @@ class SqliteStore(TrackerSource):
             self._watch, version = None, None
         return stats, version
 
-    def sync(self, known, hint=None):
+    def sync(self, known, hint=None, early=None):
         """As `TrackerSource.sync`, plus a marker at the store's entry whose stamp is the database
         files' stat as of the last full sync: when a full sync finds it unchanged (and settled: older
         than `RACY_NS`), nothing is read — a restart from the snapshot costs a `stat`. A quick sync
@@ -101,18 +104,35 @@ class SqliteStore(TrackerSource):
         state = _settled(self._state()[0])
         if hint is None and state is not None and known.get(self.entry) == state:
             return {}
-        changes = super().sync(known, hint)  # (the marker, never a run, is replaced right after)
+        if hint is None and not any(key != self.entry for key in known):
+            changes = self._first_read(early)
+        else:
+            changes = super().sync(known, hint)  # (the marker, never a run, is replaced right after)
         changes[self.entry] = FileLoad(self.entry, stamp=state) if hint is None else None
+        return changes
+
+    def _first_read(self, early=None) -> dict[str, FileLoad | None]:
+        """Every run's load, nothing held yet: with a big store and a core left idle, a child reads a
+        share meanwhile (`mlflow_sqlite_apart`), and each chunk read goes to `early` (when given) at
+        once; else they are all read here."""
+        share = mlflow_sqlite_apart.start(self)
+        if share is None:
+            return _built(self.scan())
+        state, self._heads, changes = self._state(), {}, {}
+        self._heads.update(share.read(lambda rowids: _built(self.scan(rowids)), early or changes.update))
+        self._seen = state  # (as of before the chunks' reads: a change meanwhile is one more to follow)
         return changes
 
     def owns(self, key: str) -> bool:
         return key == self.entry or key.startswith(self.prefix)
 
     def scan(self, hint=None) -> Scan:
+        """Every active run (`hint` None), those of a `range` of `rowid`s, or a quick scan (`"runs"`)."""
         state = self._state()
         connection = self._connect()
         try:
-            experiments, heads, rows = self._read(connection, quick=hint == "runs")
+            experiments, heads, rows = self._read(connection, quick=hint == "runs",
+                                                  rowids=hint if isinstance(hint, range) else None)
         except sqlite3.OperationalError as error:
             if "locked" in str(error) or "busy" in str(error):
                 raise TrackerError(f"the MLflow database {self.path} is locked by a writer "
@@ -125,7 +145,10 @@ class SqliteStore(TrackerSource):
         self._seen = state
         if hint == "runs":
             return self._delta(experiments, heads, rows)
-        self._heads = {head[0]: head for head in heads}
+        if isinstance(hint, range):
+            self._heads.update((head[0], head) for head in heads)
+        else:
+            self._heads = {head[0]: head for head in heads}
         found = {}
         for row in rows:
             origin = experiments.get(str(row[5]))
@@ -152,7 +175,8 @@ class SqliteStore(TrackerSource):
         key, stamp = self.prefix + row[0], fingerprint(row)
         found[key] = (stamp, lambda: self._load(key, row, stamp, origin))
 
-    def _read(self, connection: sqlite3.Connection, quick: bool) -> tuple[dict[str, str], Any, list[tuple]]:
+    def _read(self, connection: sqlite3.Connection, quick: bool,
+              rowids: range | None = None) -> tuple[dict[str, str], Any, list[tuple]]:
         try:
             (version,) = connection.execute("SELECT version_num FROM alembic_version").fetchone() or (None,)
         except sqlite3.OperationalError as error:
@@ -169,8 +193,9 @@ class SqliteStore(TrackerSource):
                            connection.execute("SELECT experiment_id, name, lifecycle_stage FROM experiments")
                            if stage != "deleted"}
             if not quick:
-                rows = connection.execute(RUNS + ACTIVE).fetchall()
-                return experiments, [row[:6] for row in rows], rows
+                found = connection.execute(RUNS + ACTIVE + ROWIDS, (rowids.start, rowids.stop)).fetchall() \
+                    if rowids is not None else connection.execute(RUNS + ACTIVE).fetchall()
+                return experiments, [row[:6] for row in found], found
             heads = {head[0]: head for head in connection.execute(HEADS + ACTIVE)}
             last = self._heads
             wanted = [run for run, head in heads.items() if last.get(run) != head]
@@ -192,6 +217,11 @@ class SqliteStore(TrackerSource):
             self._watch = None
 
 
+def _built(scan: Scan) -> dict[str, FileLoad | None]:
+    """Every run of a scan built (a first read: nothing held to compare with)."""
+    return {key: load for key, (_, build) in scan.runs.items() if (load := build()) is not None}
+
+
 def _pairs(text: str | None) -> list:
     """A run's [key, value] pairs (`RUNS`), in key order."""
     return sorted(orjson.loads(text)) if text else []
@@ -205,3 +235,8 @@ def _settled(stats: tuple) -> bytes | None:
     if any(stat is not None and now - stat[1] < RACY_NS for stat in stats):
         return None
     return fingerprint(stats)
+
+
+def main() -> None:
+    """A child reading a share of a first read (`mlflow_sqlite_apart.Share`)."""
+    mlflow_sqlite_apart.serve(lambda path, busy_seconds: SqliteStore(path, busy_seconds=busy_seconds))

@@ -62,9 +62,12 @@ class TrackerSource:
     def scan(self, hint: Any = None) -> Scan:
         raise NotImplementedError
 
-    def sync(self, known: Mapping[str, Stamp | None], hint: Any = None) -> dict[str, FileLoad | None]:
+    def sync(self, known: Mapping[str, Stamp | None], hint: Any = None,
+             early: Callable[[dict[str, FileLoad]], None] | None = None) -> dict[str, FileLoad | None]:
         """The changes since `known` (key → the stamp the pool holds): new or changed runs' loads,
-        None for runs gone. Raises `TrackerError`."""
+        None for runs gone. Raises `TrackerError`. A source may hand some new runs' loads to `early`
+        before it returns (a first read in chunks: `mlflow_sqlite_apart`), which are then not in what
+        it returns."""
         found = self.scan(hint)
         if found.gone is not None:
             changes: dict[str, FileLoad | None] = {key: None for key in found.gone if key in known}
