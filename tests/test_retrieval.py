@@ -11,6 +11,7 @@ from soma_lsp.retrieval import (
     DEAD_END_IMPORTANCE_FLOOR, DEFAULT_WEIGHTS, LiveIndex, RetrievalQuery, canonical_component,
     component_bag, dead_end_reason, embedding_text, importance, is_dead_end, rank, recency,
 )
+from soma_lsp.retrieval.index.kept import kept
 
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
 
@@ -347,3 +348,19 @@ def test_queries_never_see_half_an_update():
         stop.set()
         thread.join()
     assert seen == {0, 200}
+
+
+
+def test_what_the_index_keeps_is_bounded_and_drops_the_least_recently_used_first():
+    cache: dict = {}
+    made = []
+
+    def get(key: str) -> str:
+        def make() -> str:
+            made.append(key)
+            return key.upper()
+        return kept(cache, key, make, 2)
+
+    assert [get(k) for k in ("a", "b", "a", "c")] == ["A", "B", "A", "C"]
+    assert made == ["a", "b", "c"] and list(cache) == ["a", "c"]  # "a" used again, so "b" went first
+    assert get("b") == "B" and made == ["a", "b", "c", "b"] and list(cache) == ["c", "b"]

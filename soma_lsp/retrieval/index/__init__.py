@@ -18,7 +18,9 @@ One idea a module:
   results; the two steps of a ranking with a limit are `approximate` (every slot in float32, with a
   proven error bound, then the slots that can make the cut) and `exact` (those slots in float64);
 * `contributions` — the float32 BM25 contributions the approximate step reuses, and which terms are
-  added as dense vectors.
+  added as dense vectors;
+* `kept` — the bounded, least-recently-used dicts of what a query leaves for the next (answers,
+  float32 vectors, weightings) while the layout stands.
 
 * `tuning` — the tunables (segment size, merging, dense terms, lookup strides).
 

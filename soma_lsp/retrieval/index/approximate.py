@@ -33,6 +33,7 @@ import numpy as np
 
 from .. import terms as T
 from . import tuning
+from .kept import kept
 
 if TYPE_CHECKING:
     from .resolved import _Query
@@ -47,15 +48,9 @@ class _ApproximatePass:
         or gate (a definition's lens and its hover) and scored (`score`, for its ties and tiers)."""
         if not q.keys.size:
             return None
-        kept = self._per_layout().setdefault("approximations", {})  # keys → bm25, oldest first
-        key = q.keys.tobytes()  # the keys fix the idf while the layout stands
-        found = kept.pop(key, None)
-        if found is None:
-            found = self._approximated(q)
-        kept[key] = found  # (re)inserted last: the least recently used goes first
-        while len(kept) > tuning.APPROXIMATIONS_KEPT:
-            kept.pop(next(iter(kept)))
-        return found
+        approximations = self._per_layout().setdefault("approximations", {})  # keys → bm25
+        # (the keys fix the idf while the layout stands)
+        return kept(approximations, q.keys.tobytes(), lambda: self._approximated(q), tuning.APPROXIMATIONS_KEPT)
 
     def _approximated(self, q: "_Query") -> "_Approximate":
         """Each of the n contributions is rounded to float32 once and added once in float32, each step
@@ -139,43 +134,34 @@ class _ApproximatePass:
         """w'·shared / (Σ q + Σ r − shared) per slot in float32, kept per weighting and component bag:
         it does not depend on the query's words, and a file's hovers share its architecture — one
         pass instead of a scatter of the components' postings and four passes over every slot."""
-        kept = q.weighting["structural"]  # a fresh dict per weighting, so per layout too
         bag = tuple(q.bag.items())  # in query order, the order `_shared_everywhere` adds in
-        found = kept.get(bag)
-        if found is None:
-            if len(kept) >= tuning.STATIC_PARTS_KEPT:
-                kept.pop(next(iter(kept)))
-            shared = self._shared_everywhere(q, np.float32)
-            found = np.subtract(self._denominators(q), shared)
-            shared *= q.weighting["float32"]["structural"]
-            np.divide(shared, found, out=found)
-            found.flags.writeable = False
-            kept[bag] = found
+        # (a fresh dict per weighting, so per layout too)
+        return kept(q.weighting["structural"], bag, lambda: self._structural_term(q), tuning.STATIC_PARTS_KEPT)
+
+    def _structural_term(self, q: "_Query") -> np.ndarray:
+        shared = self._shared_everywhere(q, np.float32)
+        found = np.subtract(self._denominators(q), shared)
+        shared *= q.weighting["float32"]["structural"]
+        np.divide(shared, found, out=found)
+        found.flags.writeable = False
         return found
 
     def _denominators(self, q: "_Query") -> np.ndarray:
         """Σ q + Σ r per slot in float32, kept per weighting and Σ q: queries whose bags differ (and
         so their structural terms) mostly name as many components."""
-        kept = q.weighting["denominators"]
-        found = kept.get(q.bag_total)
-        if found is None:
-            if len(kept) >= tuning.STATIC_PARTS_KEPT:
-                kept.pop(next(iter(kept)))
-            found = kept[q.bag_total] = np.add(q.weighting["float32"]["arch_total"], np.float32(q.bag_total))
+        def denominators() -> np.ndarray:
+            found = np.add(q.weighting["float32"]["arch_total"], np.float32(q.bag_total))
             found.flags.writeable = False
-        return found
+            return found
+
+        return kept(q.weighting["denominators"], q.bag_total, denominators, tuning.STATIC_PARTS_KEPT)
 
     def _static_part(self, q: "_Query") -> tuple[np.ndarray, float]:
         """The query-independent part of the approximate score — w'·recency + w'·importance in float32 —
         and its error margin, kept per weighting and `now` (hovers round `now` to the minute, so a
         stream of queries shares it): one copy per query instead of a few passes over every slot."""
-        kept = q.weighting["static"]  # a fresh dict per weighting, so per layout too
-        found = kept.get(q.now)
-        if found is None:
-            if len(kept) >= tuning.STATIC_PARTS_KEPT:
-                kept.pop(next(iter(kept)))
-            found = kept[q.now] = self._assembled_static_part(q)
-        return found
+        # (a fresh dict per weighting, so per layout too)
+        return kept(q.weighting["static"], q.now, lambda: self._assembled_static_part(q), tuning.STATIC_PARTS_KEPT)
 
     def _assembled_static_part(self, q: "_Query") -> tuple[np.ndarray, float]:
         """A few roundings of values ≤ 1, each off by at most u = 2⁻²⁴: 64·u bounds the whole

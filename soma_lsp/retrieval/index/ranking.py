@@ -29,6 +29,7 @@ from .approximate import _ApproximatePass
 from .exact import _ExactPass
 from .resolved import _Query
 from . import tuning
+from .kept import kept
 
 
 def _query_terms(text: str) -> list[str]:
@@ -49,16 +50,11 @@ class _Ranking(_ExactPass, _ApproximatePass):
             q = self._resolve(query)
             if query.limit is None:  # every record: nothing worth keeping
                 return self._ranked(q, None, relevant_only, min_score)
-            answers = self._per_layout().setdefault("answers", {})  # (query, gate) → results, oldest first
+            answers = self._per_layout().setdefault("answers", {})  # (query, gate) → results
             key = (tuple(q.terms), tuple(q.bag.items()), q.now, q.half_life_days, query.limit, query.weights,
                    relevant_only, min_score)
-            found = answers.pop(key, None)
-            if found is None:
-                found = self._ranked(q, query.limit, relevant_only, min_score)
-            answers[key] = found  # (re)inserted last: the least recently asked goes first
-            while len(answers) > tuning.ANSWERS_KEPT:
-                answers.pop(next(iter(answers)))
-            return list(found)
+            return list(kept(answers, key, lambda: self._ranked(q, query.limit, relevant_only, min_score),
+                             tuning.ANSWERS_KEPT))
 
     def _ranked(self, q: "_Query", limit: int | None, relevant_only: bool, min_score: float) -> list[ScoredRecord]:
         """`rank`'s results, computed: the approximate step's candidates (every slot for no limit),
@@ -136,8 +132,11 @@ class _Ranking(_ExactPass, _ApproximatePass):
         base. It depends only on the index layout and the query's shape, so it is kept between queries."""
         weightings = self._per_layout().setdefault("weightings", {})  # query shape → weighting
         key = (lexical_applies, query_has_architecture, query.now is not None, query.weights, query.half_life_days)
-        if key in weightings:
-            return weightings[key]
+        # (a handful of query shapes alternate — with or without architecture, … —: keep them all)
+        return kept(weightings, key, lambda: self._new_weighting(query, lexical_applies, query_has_architecture),
+                    tuning.WEIGHTINGS_KEPT)
+
+    def _new_weighting(self, query: RetrievalQuery, lexical_applies: bool, query_has_architecture: bool) -> dict:
         columns = self._columns
         time = columns.view("time")
         has_time = ~np.isnan(time)
@@ -164,9 +163,6 @@ class _Ranking(_ExactPass, _ApproximatePass):
                 ("lexical", effective[0]), ("structural", effective[1]), ("recency", effective[2]),
                 ("importance", weighting["importance"]), ("recency_weighted", effective[2] * recency_base),
                 ("arch_total", columns.view("arch_total")))}
-        if len(weightings) >= tuning.WEIGHTINGS_KEPT:  # a handful of query shapes alternate (with or
-            weightings.pop(next(iter(weightings)))  # without architecture, …): keep them all
-        weightings[key] = weighting
         return weighting
 
     def _ordered(self, exact: Mapping[str, Any], rows: np.ndarray) -> list[int]:
