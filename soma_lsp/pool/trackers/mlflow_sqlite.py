@@ -104,20 +104,18 @@ class SqliteStore(TrackerSource):
         state = _settled(self._state()[0])
         if hint is None and state is not None and known.get(self.entry) == state:
             return {}
-        if hint is None and not any(key != self.entry for key in known):
-            changes = self._first_read(early)
+        first = hint is None and not any(key != self.entry for key in known)  # nothing held yet
+        share = mlflow_sqlite_apart.start(self) if first else None  # (None: small store, no idle core)
+        if share is not None:
+            changes = self._shared_read(share, early)
         else:
             changes = super().sync(known, hint)  # (the marker, never a run, is replaced right after)
         changes[self.entry] = FileLoad(self.entry, stamp=state) if hint is None else None
         return changes
 
-    def _first_read(self, early=None) -> dict[str, FileLoad | None]:
-        """Every run's load, nothing held yet: with a big store and a core left idle, a child reads a
-        share meanwhile (`mlflow_sqlite_apart`), and each chunk read goes to `early` (when given) at
-        once; else they are all read here."""
-        share = mlflow_sqlite_apart.start(self)
-        if share is None:
-            return _built(self.scan())
+    def _shared_read(self, share: mlflow_sqlite_apart.Share, early=None) -> dict[str, FileLoad | None]:
+        """Every run's load, read here and by a child meanwhile (`mlflow_sqlite_apart`); each chunk
+        read goes to `early` (when given) at once."""
         state, self._heads, changes = self._state(), {}, {}
         self._heads.update(share.read(lambda rowids: _built(self.scan(rowids)), early or changes.update))
         self._seen = state  # (as of before the chunks' reads: a change meanwhile is one more to follow)
@@ -218,7 +216,7 @@ class SqliteStore(TrackerSource):
 
 
 def _built(scan: Scan) -> dict[str, FileLoad | None]:
-    """Every run of a scan built (a first read: nothing held to compare with)."""
+    """Every run of a scan built (a chunk of a first read: nothing held to compare with)."""
     return {key: load for key, (_, build) in scan.runs.items() if (load := build()) is not None}
 
 
