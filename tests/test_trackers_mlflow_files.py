@@ -74,7 +74,9 @@ def test_file_store_live_add_change_delete(worker, tmp_path):
         assert pool.get(other) is kept  # an unchanged run is not read again
         worker("mlflow_delete", uri=uri, run_id=first)
         wait_for(lambda: pool.get(first) is None, "a run deleted")
-        worker("mlflow_delete_experiment", uri=uri, experiment="rope")
+        worker("mlflow_rename_experiment", uri=uri, experiment="rope", name="rope-sweep")
+        wait_for(lambda: pool.get(other).origin.endswith("· experiment rope-sweep"), "an experiment renamed")
+        worker("mlflow_delete_experiment", uri=uri, experiment="rope-sweep")
         wait_for(lambda: len(pool) == 0, "an experiment deleted")
     assert pool.summary()["errors"] == 0
 

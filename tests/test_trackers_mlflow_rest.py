@@ -74,6 +74,9 @@ def test_polls_find_new_and_finished_runs_in_three_requests_and_full_syncs_the_r
     assert pool.get(added) is not None and pool.get(first).headline is None
     pool.sync_tracker(source)  # the periodic full sync catches both
     assert pool.get(added) is None and pool.get(first).headline == "edited"
+    worker("mlflow_rename_experiment", uri=mlflow_server, experiment="rest-live", name="rest-renamed")
+    pool.sync_tracker(source, "poll")  # the experiments' answer differs: the poll reads every run again
+    assert pool.get(first).origin.endswith("· experiment rest-renamed")
 
 
 def test_follower_polls_the_server(worker, mlflow_server):

@@ -68,6 +68,9 @@ def test_sqlite_live_add_tag_edit_delete(worker, tmp_path):
         worker("mlflow_tag", uri=uri, run_id=failed, key="mlflow.note.content", value="a new note")
         wait_for(lambda: pool.get(failed).headline == "a new note", "a note edited (no timestamp moves)")
         assert pool.get(done) is kept
+        worker("mlflow_rename_experiment", uri=uri, experiment="rope", name="rope-sweep")
+        wait_for(lambda: pool.get(done).origin.endswith("· experiment rope-sweep"),
+                 "an experiment renamed (its runs' rows unchanged)")
         worker("mlflow_delete", uri=uri, run_id=failed)
         wait_for(lambda: pool.get(failed) is None, "a run deleted")
     assert len(pool) == 2

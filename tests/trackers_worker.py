@@ -4,7 +4,8 @@ and writes files, so the test process never imports it; one worker serves a whol
 
 Commands (`op`): `mlflow_run` {uri, experiment, name, status, description, params, metrics, tags} →
 {run_id, experiment_id}; `mlflow_tag` {uri, run_id, key, value}; `mlflow_end` {uri, run_id, status};
-`mlflow_delete` {uri, run_id}; `mlflow_delete_experiment` {uri, experiment}; `wandb_run` {dir, name,
+`mlflow_delete` {uri, run_id}; `mlflow_delete_experiment` {uri, experiment};
+`mlflow_rename_experiment` {uri, experiment, name}; `wandb_run` {dir, name,
 notes, tags, config, metrics, exit_code, project, entity} → {run_id, folder}; `wandb_fields` {fields}
 → the field numbers of wandb's own protobuf messages.
 """
@@ -55,6 +56,11 @@ def mlflow_delete_experiment(uri, experiment):
     c.delete_experiment(c.get_experiment_by_name(experiment).experiment_id)
 
 
+def mlflow_rename_experiment(uri, experiment, name):
+    c = client(uri)
+    c.rename_experiment(c.get_experiment_by_name(experiment).experiment_id, name)
+
+
 def wandb_run(dir, name, notes=None, tags=(), config=None, metrics=(), exit_code=0, project="soma", entity=None):
     import wandb
 
@@ -81,7 +87,7 @@ def wandb_fields(fields):
 
 def main() -> None:
     ops = {f.__name__: f for f in (mlflow_run, mlflow_tag, mlflow_end, mlflow_delete, mlflow_delete_experiment,
-                                   wandb_run, wandb_fields)}
+                                   mlflow_rename_experiment, wandb_run, wandb_fields)}
     answers, sys.stdout = sys.stdout, sys.stderr  # the clients print ("View run … at"): keep answers apart
     for line in sys.stdin:
         command = json.loads(line)

@@ -169,8 +169,10 @@ class SqliteStore(TrackerSource):
         return Scan(found, everything, frozenset(self.prefix + run for run in gone))
 
     def _found(self, found: dict, row: tuple, origin: str) -> None:
-        """Enter one run's row: its fingerprint now (once), its record built only if the pool wants it."""
-        key, stamp = self.prefix + row[0], fingerprint(row)
+        """Enter one run's row: its fingerprint now (once), its record built only if the pool wants it.
+        The fingerprint holds the `origin` too: an experiment renamed changes none of its runs' rows,
+        yet every one of its records says where it came from."""
+        key, stamp = self.prefix + row[0], fingerprint(row, origin)
         found[key] = (stamp, lambda: self._load(key, row, stamp, origin))
 
     def _read(self, connection: sqlite3.Connection, quick: bool,
