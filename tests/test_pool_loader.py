@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from soma_lsp.pool import MAX_JSON_BYTES, LivePool, Problem, load_file
+from soma_lsp.pool.loader import STAMP, stamp_of
 from soma_lsp.records import Status
 
 
@@ -410,3 +411,17 @@ def test_loads_without_problems_share_one_list_that_refuses_to_grow(tmp_path):
         with pytest.raises(TypeError):
             grow(NO_PROBLEMS)
     assert NO_PROBLEMS == [] and load_file(write(tmp_path / "bad.json", "{")).problems != []
+
+
+def test_a_stamp_takes_an_inode_or_device_beyond_64_bits_or_below_zero(tmp_path):
+    """Windows' ReFS has 128-bit file ids and macOS a signed `dev_t`: the stamp keeps their low 64 bits
+    rather than refusing the file."""
+    path = tmp_path / "r.json"
+    path.write_text("{}")
+    real = os.stat(path)
+    fields = list(real)
+    fields[1], fields[2] = (1 << 100) + real.st_ino, -5  # st_ino, st_dev
+    odd = os.stat_result(fields, {"st_mtime_ns": real.st_mtime_ns, "st_ctime_ns": real.st_ctime_ns})
+    stamp = stamp_of(odd)
+    assert STAMP.unpack(stamp)[3:] == (real.st_ino, (1 << 64) - 5)
+    assert stamp_of(real) != stamp

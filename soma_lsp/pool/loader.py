@@ -48,6 +48,9 @@ BOM = b"\xef\xbb\xbf"
 RACY_NS = 2_000_000_000  # a file whose mtime or ctime is this recent keeps no stamp (see FileLoad.stamp)
 #: a stamp's layout (`stamp_of`): size, mtime_ns, ctime_ns, inode, device
 STAMP = struct.Struct("<QqqQQ")
+#: an inode or device number kept to its low 64 bits: Windows' ReFS gives 128-bit file ids and macOS a
+#: signed `dev_t`, which the unsigned fields would refuse (a stamp only tells one file's states apart)
+ID_BITS = (1 << 64) - 1
 
 SUFFIXES = {".json": "json", ".jsonl": "jsonl", ".yaml": "yaml", ".yml": "yaml"}
 
@@ -89,7 +92,8 @@ def stamp_of(status: os.stat_result) -> bytes:
     unchanged one without reading it. ctime catches what mtime alone does not: content written back
     with its old mtime (`cp -p`, `rsync -t`, `touch -r`) and a change of permissions. Packed because a
     pool holds one per file: 73 bytes, where a tuple of the five ints is 236 (issue 22 point 2)."""
-    return STAMP.pack(status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino, status.st_dev)
+    return STAMP.pack(status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino & ID_BITS,
+                      status.st_dev & ID_BITS)
 
 
 def file_format(path: str) -> str | None:

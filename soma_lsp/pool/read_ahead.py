@@ -36,6 +36,7 @@ AHEAD_FILES = 1000  # fewer files than this are read here: the child would not p
 CHUNK_BYTES = 1 << 20  # read back from the child's output this much at a time
 LOOKAHEAD = 64  # how far past the last path asked for the next one is looked for
 FLUSH_BYTES = 256 << 10  # the child writes its entries out in runs of this size
+ID_BITS = (1 << 64) - 1  # `loader.ID_BITS`, written again: the child runs this file without the package
 _ENTRY = struct.Struct("<IBQqqQQQ")  # ordinal, state, size, mtime_ns, ctime_ns, inode, device, bytes that follow
 READ, RACY, UNREAD = 0, 1, 2  # states: read (and stamped), read but modified too recently to stamp, not read
 
@@ -187,7 +188,7 @@ def _entry(ordinal: int, path: bytes, limit: int, racy_ns: int) -> bytes:
             return _ENTRY.pack(ordinal, UNREAD, 0, 0, 0, 0, 0, 0)
         racy = time.time_ns() - max(status.st_mtime_ns, status.st_ctime_ns) < racy_ns
         return _ENTRY.pack(ordinal, RACY if racy else READ, status.st_size, status.st_mtime_ns, status.st_ctime_ns,
-                           status.st_ino, status.st_dev, got) + b"".join(pieces)
+                           status.st_ino & ID_BITS, status.st_dev & ID_BITS, got) + b"".join(pieces)
     except OSError:
         return _ENTRY.pack(ordinal, UNREAD, 0, 0, 0, 0, 0, 0)
     finally:
