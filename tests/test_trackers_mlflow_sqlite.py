@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sqlite3
+import uuid
 from pathlib import Path
 
 import pytest
@@ -150,6 +151,10 @@ def test_restart_on_a_settled_database_reads_nothing(worker, tmp_path):
     again = LivePool([sqlite_uri(db)], LiveIndex(), cache_dir=tmp_path / "cache")
     again.load()
     assert not again.unsaved and again.get(failed) == first.get(failed)  # the files' stat said: unchanged
+    (source,) = again.trackers
+    assert not source.changed()  # seen as it is: the follower's first poll reads nothing either
+    (added,) = add_runs(db, 1)
+    assert source.changed() and again.sync_tracker(source, "runs") is None and again.get(added) is not None
     worker("mlflow_tag", uri=sqlite_uri(db), run_id=failed, key="soma.conclusion", value="seen after all")
     third = LivePool([sqlite_uri(db)], LiveIndex(), cache_dir=tmp_path / "cache")
     third.load()
@@ -192,3 +197,55 @@ def test_a_runs_tags_params_and_metrics_come_in_key_order_whatever_order_they_we
     assert [metric.name for metric in record.metrics] == ["aa_ppl", "val_loss", "zz_acc"]
     words = record.notes.split()
     assert words.index("aa_depth=4") < words.index("rope_theta=500000") < words.index("zz_width=8")
+
+
+def add_runs(db: Path, n: int, status: str = "FINISHED") -> list[str]:
+    """`n` runs of experiment "rope" written as rows (as `bench/_stores.py` does), their ids."""
+    runs = [uuid.uuid4().hex for _ in range(n)]
+    with sqlite3.connect(db) as c:
+        (experiment,) = c.execute("SELECT experiment_id FROM experiments WHERE name = 'rope'").fetchone()
+        c.executemany("INSERT INTO runs (run_uuid, name, source_type, status, start_time, lifecycle_stage, "
+                      "experiment_id) VALUES (?, 'bare', 'LOCAL', ?, 1, 'active', ?)",
+                      [(run, status, experiment) for run in runs])
+    return runs
+
+
+def test_a_quick_poll_costs_the_new_and_open_runs_not_the_stores_size(worker, tmp_path, monkeypatch):
+    """A quick poll reads the runs added since (by `rowid`) and the runs still open (an update may end
+    them), each by its index: SQLite's steps for one new run are the same at 10 runs and at 3000. What
+    else changes in a finished run's row (here: deleted) is the next full sync's."""
+    db = tmp_path / "mlflow.db"
+    uri = sqlite_uri(db)
+    two_runs(worker, db)
+    (running,) = add_runs(db, 1, "RUNNING")
+    finished = add_runs(db, 7)
+    pool = pool_of(uri)
+    (source,) = pool.trackers
+    connect, steps = SqliteStore._connect, []
+
+    def counted(self):
+        connection = connect(self)
+        connection.set_progress_handler(lambda: steps.append(1) and 0, 1)  # (0: go on)
+        return connection
+
+    def quick_poll_steps() -> int:
+        (added,) = add_runs(db, 1)
+        steps.clear()
+        with monkeypatch.context() as m:
+            m.setattr(SqliteStore, "_connect", counted)
+            assert pool.sync_tracker(source, "runs") is None
+        assert pool.get(added) is not None
+        return len(steps)
+
+    small = quick_poll_steps()
+    add_runs(db, 3000)
+    pool.sync_tracker(source)
+    assert len(pool) == 3011
+    assert 0 < quick_poll_steps() <= small * 1.1
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE runs SET status = 'FINISHED', end_time = 2 WHERE run_uuid = ?", (running,))
+        c.execute("UPDATE runs SET lifecycle_stage = 'deleted' WHERE run_uuid = ?", (finished[0],))
+    pool.sync_tracker(source, "runs")
+    assert pool.get(running).status is Status.SUCCEEDED and pool.get(finished[0]) is not None
+    pool.sync_tracker(source)
+    assert pool.get(finished[0]) is None and len(pool) == 3011

@@ -98,7 +98,7 @@ def test_a_shared_first_read_builds_what_a_read_here_builds(store, shared, monke
         assert all(a.origin == b.origin and a.created_at == b.created_at
                    for a, b in zip(loads[key].records, load.records))
     assert sum(1 for load in loads.values() if not load.records and load.problems) == 1  # the bad importance
-    assert reader._heads == alone._heads
+    assert (reader._open, reader._last_rowid) == (alone._open, alone._last_rowid)
 
 
 def test_after_a_shared_first_read_the_store_is_followed_as_ever(store, shared):
@@ -137,7 +137,7 @@ def test_a_child_that_fails_leaves_its_chunks_here_and_says_why(store, shared, m
     alone = read_alone(store, monkeypatch)
     assert shared == [] and loads.keys() == runs_of(alone.loads, alone).keys()
     assert "apart failed (exit 1)" in caplog.text and "no_such_module" in caplog.text
-    assert reader._heads == alone._heads
+    assert (reader._open, reader._last_rowid) == (alone._open, alone._last_rowid)
 
 
 class Written:

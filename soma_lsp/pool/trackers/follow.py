@@ -5,8 +5,8 @@
   names the run folders to stat-scan (`hint`), not the whole store. A source with `rescan_seconds`
   (W&B: 60) is also scanned whole that often, for what no event tells (a run whose log went still).
 * SQLite: every `sqlite_seconds` the cheap `changed()` check (the database and WAL files' stat,
-  `PRAGMA data_version`); a change means a quick sync of the `runs` table (new, ended, deleted runs),
-  then — at most every `sqlite_full_seconds` — a full one (tag, note and metric edits).
+  `PRAGMA data_version`); a change means a quick sync (the runs new or still open: `SqliteStore.scan`),
+  then — at most every `sqlite_full_seconds` — a full one (tag, note, metric edits; renames, deletions).
 * A tracking server: every `poll_seconds` a poll (three small requests: anything new?), and every
   `full_every`-th time — or after a failure — a full scan that catches edits and deletions.
 
@@ -116,10 +116,10 @@ class TrackerFollower:
         failing, pending, last_full = None, False, time.monotonic()
         while not self._stop.wait(self.sqlite_seconds):
             if failing or source.changed():
-                failing = self.pool.sync_tracker(source, "runs")  # new, ended, deleted runs: at once
+                failing = self.pool.sync_tracker(source, "runs")  # new and ended runs: at once
                 pending = True
             if pending and not failing and time.monotonic() - last_full >= self.sqlite_full_seconds:
-                failing = self.pool.sync_tracker(source)  # tag, note and metric edits
+                failing = self.pool.sync_tracker(source)  # tag, note, metric edits; renames, deletions
                 pending, last_full = bool(failing), time.monotonic()
 
     def _poll_server(self, source, ready: threading.Event) -> None:

@@ -4,10 +4,12 @@ The database is opened `mode=ro` and only read. Its schema version (`alembic_ver
 this reader knows — those of MLflow's migrations up to the version named below, all of which keep the
 tables and columns read here — else the store is refused with the version named: a newer MLflow
 may have moved what we read, and wrong records are worse than none. Tag and note edits touch no
-timestamp, so every sync reads every active run's rows (≈ 10 ms per 1000 runs) and rebuilds only the
+timestamp, so every full sync reads every active run's rows (≈ 20 µs a run) and rebuilds only the
 runs whose rows' fingerprint changed; `changed()` is the cheap check the follower polls (the database
-and WAL files' stat, `PRAGMA data_version`). A first read of a big store may be shared with a child
-process (`mlflow_sqlite_apart`; its `main` is here).
+and WAL files' stat, `PRAGMA data_version`), and a quick sync (`hint="runs"`) reads only the runs new
+since the last read (a `rowid` above the largest seen) and those still open (RUNNING, SCHEDULED) — the
+cost of a quick poll is theirs, not the store's size. A first read of a big store may be shared with a
+child process (`mlflow_sqlite_apart`; its `main` is here).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -55,6 +58,16 @@ FROM runs AS r""")
 ACTIVE = " WHERE r.lifecycle_stage != 'deleted'"
 SOME = " AND r.run_uuid IN (SELECT value FROM json_each(?))"
 ROWIDS = " AND r.rowid >= ? AND r.rowid < ?"
+LAST_ROWID = "SELECT ifnull(max(rowid), 0) FROM runs"  # (the table's b-tree end: no scan)
+#: a run's status while MLflow may still update its `runs` row (end it): a quick poll re-reads these runs'
+#: rows; what else changes in a finished run's row (a rename, a deletion, a run resumed) waits for the
+#: next full sync, which every change brings within `TrackerFollower.sqlite_full_seconds`
+OPEN = ("RUNNING", "SCHEDULED")
+#: the runs a quick poll looks at: those added since (a `rowid` above the largest seen: SQLite gives a
+#: new row the largest rowid + 1) and those open at the last read, each by its index (the rowid, the
+#: primary key), never a scan
+NEW_OR_OPEN = f"{HEADS}{ACTIVE} AND r.rowid > ? UNION ALL {HEADS}{ACTIVE}{SOME}"
+OPEN_NOW = f"{HEADS}{ACTIVE} AND r.status IN {OPEN}"
 
 BUSY_SECONDS = 2.0  # how long a read waits for a writer's lock before the store is reported locked
 
@@ -69,7 +82,8 @@ class SqliteStore(TrackerSource):
         self.path = path
         self.busy_seconds = busy_seconds
         self._seen: tuple | None = None
-        self._heads: dict[str, tuple] = {}  # run id → its `runs` columns, as last read
+        self._last_rowid: int | None = None  # the largest `rowid` of `runs` at the last read (None: none yet)
+        self._open: dict[str, tuple] = {}  # run id → its `runs` columns, of the runs OPEN at the last read
         self._watch: sqlite3.Connection | None = None
 
     def _connect(self) -> sqlite3.Connection:
@@ -99,11 +113,15 @@ class SqliteStore(TrackerSource):
     def sync(self, known, hint=None, early=None):
         """As `TrackerSource.sync`, plus a marker at the store's entry whose stamp is the database
         files' stat as of the last full sync: when a full sync finds it unchanged (and settled: older
-        than `RACY_NS`), nothing is read — a restart from the snapshot costs a `stat`. A quick sync
-        (`hint="runs"`) drops the marker: it has not seen tag edits."""
+        than `RACY_NS`), no run is read — a restart from the snapshot costs a `stat` and a look at the
+        runs still open, and the store counts as seen (no poll reads it again until it changes). A quick
+        sync (`hint="runs"`) drops the marker: it has not seen tag edits; before any read it is a full one."""
         state = _settled(self._state()[0])
         if hint is None and state is not None and known.get(self.entry) == state:
+            self._follow_from_here()
             return {}
+        if self._last_rowid is None:
+            hint = None  # (nothing read yet: "new since" has no meaning)
         first = hint is None and not any(key != self.entry for key in known)  # nothing held yet
         share = mlflow_sqlite_apart.start(self) if first else None  # (None: small store, no idle core)
         if share is not None:
@@ -113,12 +131,21 @@ class SqliteStore(TrackerSource):
         changes[self.entry] = FileLoad(self.entry, stamp=state) if hint is None else None
         return changes
 
+    def _follow_from_here(self) -> None:
+        """What a quick poll starts from — the largest `rowid`, the runs open — read now, for a store
+        whose runs the pool already holds as they are (the marker matched)."""
+        state = self._state()
+        self._last_rowid, self._open = self._reading(
+            lambda c: (c.execute(LAST_ROWID).fetchone()[0], {head[0]: head for head in c.execute(OPEN_NOW)}))
+        self._seen = state
+
     def _shared_read(self, share: mlflow_sqlite_apart.Share, early=None) -> dict[str, FileLoad | None]:
         """Every run's load, read here and by a child meanwhile (`mlflow_sqlite_apart`); each chunk
         read goes to `early` (when given) at once."""
-        state, self._heads, changes = self._state(), {}, {}
-        self._heads.update(share.read(lambda rowids: _built(self.scan(rowids)), early or changes.update))
+        state, self._open, changes = self._state(), {}, {}
+        self._open.update(share.read(lambda rowids: _built(self.scan(rowids)), early or changes.update))
         self._seen = state  # (as of before the chunks' reads: a change meanwhile is one more to follow)
+        self._last_rowid = share.last_rowid  # (a run added meanwhile is above it: the next quick poll reads it)
         return changes
 
     def owns(self, key: str) -> bool:
@@ -127,26 +154,19 @@ class SqliteStore(TrackerSource):
     def scan(self, hint=None) -> Scan:
         """Every active run (`hint` None), those of a `range` of `rowid`s, or a quick scan (`"runs"`)."""
         state = self._state()
-        connection = self._connect()
-        try:
-            experiments, heads, rows = self._read(connection, quick=hint == "runs",
-                                                  rowids=hint if isinstance(hint, range) else None)
-        except sqlite3.OperationalError as error:
-            if "locked" in str(error) or "busy" in str(error):
-                raise TrackerError(f"the MLflow database {self.path} is locked by a writer "
-                                   f"(waited {self.busy_seconds:g} s); keeping the runs read before") from None
-            raise TrackerError(f"cannot read the MLflow database {self.path}: {error}") from None
-        except sqlite3.DatabaseError as error:
-            raise TrackerError(f"the MLflow database {self.path} is damaged or not a database: {error}") from None
-        finally:
-            connection.close()
+        if hint == "runs":
+            experiments, heads, rows, last = self._reading(self._read_new_or_open)
+        else:
+            rowids = hint if isinstance(hint, range) else None
+            experiments, heads, rows, last = self._reading(lambda c: self._read_all(c, rowids))
         self._seen = state
         if hint == "runs":
-            return self._delta(experiments, heads, rows)
+            return self._delta(experiments, heads, rows, last)
+        opened = {head[0]: head for head in heads if head[2] in OPEN}
         if isinstance(hint, range):
-            self._heads.update((head[0], head) for head in heads)
+            self._open.update(opened)
         else:
-            self._heads = {head[0]: head for head in heads}
+            self._open, self._last_rowid = opened, last
         found = {}
         for row in rows:
             origin = experiments.get(str(row[5]))
@@ -154,11 +174,12 @@ class SqliteStore(TrackerSource):
                 self._found(found, row, origin)
         return Scan(found, everything)
 
-    def _delta(self, experiments: dict[str, str], heads: dict[str, tuple], rows: list[tuple]) -> Scan:
-        """A quick scan: only the runs whose `runs` columns changed (read whole), and the runs gone —
-        nothing per unchanged run, so it costs about one read of the `runs` table."""
-        gone = self._heads.keys() - heads.keys()
-        self._heads = heads
+    def _delta(self, experiments: dict[str, str], heads: dict[str, tuple], rows: list[tuple], last: int) -> Scan:
+        """A quick scan: the new runs and the open runs whose `runs` columns changed (read whole), and
+        the open runs gone — nothing per other run, so it costs what they cost, whatever the store's size."""
+        gone = self._open.keys() - heads.keys()
+        self._open = {run: head for run, head in heads.items() if head[2] in OPEN}
+        self._last_rowid = last
         found = {}
         for row in rows:
             origin = experiments.get(str(row[5]))
@@ -175,8 +196,26 @@ class SqliteStore(TrackerSource):
         key, stamp = self.prefix + row[0], fingerprint(row, origin)
         found[key] = (stamp, lambda: self._load(key, row, stamp, origin))
 
-    def _read(self, connection: sqlite3.Connection, quick: bool,
-              rowids: range | None = None) -> tuple[dict[str, str], Any, list[tuple]]:
+    def _reading(self, read: Callable[[sqlite3.Connection], Any]) -> Any:
+        """`read(connection)` in one read transaction (a consistent cut) of the database, its schema
+        version checked first; SQLite's errors become `TrackerError`s saying what the user can do."""
+        connection = self._connect()
+        try:
+            self._check_version(connection)
+            with connection:
+                connection.execute("BEGIN")
+                return read(connection)
+        except sqlite3.OperationalError as error:
+            if "locked" in str(error) or "busy" in str(error):
+                raise TrackerError(f"the MLflow database {self.path} is locked by a writer "
+                                   f"(waited {self.busy_seconds:g} s); keeping the runs read before") from None
+            raise TrackerError(f"cannot read the MLflow database {self.path}: {error}") from None
+        except sqlite3.DatabaseError as error:
+            raise TrackerError(f"the MLflow database {self.path} is damaged or not a database: {error}") from None
+        finally:
+            connection.close()
+
+    def _check_version(self, connection: sqlite3.Connection) -> None:
         try:
             (version,) = connection.execute("SELECT version_num FROM alembic_version").fetchone() or (None,)
         except sqlite3.OperationalError as error:
@@ -186,22 +225,30 @@ class SqliteStore(TrackerSource):
         if version not in KNOWN_VERSIONS:
             raise TrackerError(f"the MLflow database {self.path} has schema version {version!r}, which this "
                                "soma-lsp does not know (MLflow newer than 3.17?); not read")
-        with connection:  # one read transaction: a consistent cut
-            connection.execute("BEGIN")
-            # each active experiment → its runs' `origin`: one string shared by all of them, not one a run
-            experiments = {str(e): f"{self.kind} {self.path} · experiment {name}" for e, name, stage in
-                           connection.execute("SELECT experiment_id, name, lifecycle_stage FROM experiments")
-                           if stage != "deleted"}
-            if not quick:
-                found = connection.execute(RUNS + ACTIVE + ROWIDS, (rowids.start, rowids.stop)).fetchall() \
-                    if rowids is not None else connection.execute(RUNS + ACTIVE).fetchall()
-                return experiments, [row[:6] for row in found], found
-            heads = {head[0]: head for head in connection.execute(HEADS + ACTIVE)}
-            last = self._heads
-            wanted = [run for run, head in heads.items() if last.get(run) != head]
-            rows = connection.execute(RUNS + ACTIVE + SOME, (orjson.dumps(wanted).decode(),)).fetchall() \
-                if wanted else []
-            return experiments, heads, rows
+
+    def _experiments(self, connection: sqlite3.Connection) -> dict[str, str]:
+        """Each active experiment → its runs' `origin`: one string shared by all of them, not one a run."""
+        return {str(e): f"{self.kind} {self.path} · experiment {name}" for e, name, stage in
+                connection.execute("SELECT experiment_id, name, lifecycle_stage FROM experiments")
+                if stage != "deleted"}
+
+    def _read_all(self, connection: sqlite3.Connection, rowids: range | None) -> tuple:
+        """Every active run's row (or those of a `range` of rowids), whole."""
+        experiments, last = self._experiments(connection), connection.execute(LAST_ROWID).fetchone()[0]
+        found = connection.execute(RUNS + ACTIVE + ROWIDS, (rowids.start, rowids.stop)).fetchall() \
+            if rowids is not None else connection.execute(RUNS + ACTIVE).fetchall()
+        return experiments, [row[:6] for row in found], found, last
+
+    def _read_new_or_open(self, connection: sqlite3.Connection) -> tuple:
+        """The `runs` columns of the runs new or open (`NEW_OR_OPEN`), and the rows whole of those whose
+        columns are not as last read."""
+        experiments, last = self._experiments(connection), connection.execute(LAST_ROWID).fetchone()[0]
+        heads = {head[0]: head for head in
+                 connection.execute(NEW_OR_OPEN, (self._last_rowid, orjson.dumps(list(self._open)).decode()))}
+        wanted = [run for run, head in heads.items() if self._open.get(run) != head]
+        rows = connection.execute(RUNS + ACTIVE + SOME, (orjson.dumps(wanted).decode(),)).fetchall() \
+            if wanted else []
+        return experiments, heads, rows, last
 
     def _load(self, key: str, row: tuple, stamp: bytes, origin: str):
         run_uuid, name, status, start, end, _, tags, params, metrics = row

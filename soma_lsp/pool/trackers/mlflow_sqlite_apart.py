@@ -9,8 +9,8 @@ build them exactly as this process would (`SqliteStore.scan` of the chunk's `row
 chunk down, while this process does the same from the first chunk up; they meet where the child got to
 (`Share.chunks`), so the work is split by how fast each goes — on a busy machine the child may do little,
 and nothing waits for it. The child sends each chunk as plain values — each run's id, fingerprint, record
-(`stored.fields_of`) or problems, and the chunk's `runs` rows (`SqliteStore`'s quick polls compare them)
-— in a `marshal` frame (an 8-byte length, then the value), built back here into `FileLoad`s equal to
+(`stored.fields_of`) or problems, and the `runs` rows of the chunk's open runs (`SqliteStore`'s quick
+polls compare them) — in a `marshal` frame (an 8-byte length, then the value), built back here into `FileLoad`s equal to
 those built here (a test compares).
 
 Never wrong, at worst not faster: a child that cannot start, fails (its last words are logged), or sends
@@ -64,18 +64,22 @@ def start(store) -> "Share | None":
             rowids = [rowid for (rowid,) in connection.execute("SELECT rowid FROM runs ORDER BY rowid")]
         finally:
             connection.close()
-        return Share(store, chunks(rowids[CHUNK_RUNS::CHUNK_RUNS])) if len(rowids) >= APART_RUNS else None
+        if len(rowids) < APART_RUNS:
+            return None
+        return Share(store, chunks(rowids[CHUNK_RUNS::CHUNK_RUNS]), rowids[-1])
     except Exception as error:  # noqa: BLE001 - read here, where its problem is reported
         log.info("reading %s: no child for a share of its runs (%r)", store.entry, error)
         return None
 
 
 class Share:
-    """A first read of `store`'s runs, cut into `chunks`, shared with a child."""
+    """A first read of `store`'s runs, cut into `chunks`, shared with a child; `last_rowid`, the largest
+    `rowid` when they were cut (what a run added since is above)."""
 
-    def __init__(self, store, rowids: list[range]) -> None:
+    def __init__(self, store, rowids: list[range], last_rowid: int) -> None:
         self.store = store
         self.chunks = rowids
+        self.last_rowid = last_rowid
         self._child = Child(type(store).__module__,
                             [store.path, repr(store.busy_seconds), *(str(c.start) for c in rowids[1:])],
                             f"reading the runs of {store.entry}")
@@ -87,7 +91,7 @@ class Share:
              take: Callable[[dict[str, FileLoad]], None]) -> dict[str, tuple]:
         """Every run's load, a chunk's at a time to `take`: chunks from the first up read by
         `read_here(rowids)`, until they meet those the child sent from the last down. Returns the
-        `runs` rows the child read, by run id."""
+        `runs` rows of the open runs the child read, by run id."""
         heads: dict[str, tuple] = {}
         next_here = 0
         try:
@@ -145,8 +149,8 @@ class Share:
 def serve(store) -> None:
     """The child's work, for its module's `main()`: `python -c ... DATABASE BUSY_SECONDS CHUNK_START…`
     (`chunks`) and `store(database, busy_seconds)` a `SqliteStore`; on stdout a frame per chunk, from the
-    last down: `(chunk, [(run id, stamp, record fields or None, problems), …], [runs rows])`. A store it
-    cannot read: its message on stderr, exit 1."""
+    last down: `(chunk, [(run id, stamp, record fields or None, problems), …], [its open runs' `runs`
+    rows])`. A store it cannot read: its message on stderr, exit 1."""
     gc.disable()  # many small acyclic objects, a short life
     reader = store(sys.argv[1], float(sys.argv[2]))
     rowids = chunks([int(a) for a in sys.argv[3:]])
@@ -163,8 +167,8 @@ def serve(store) -> None:
             records = load.records
             problems = tuple(astuple(p) for p in load.problems) if load.problems else ()
             runs.append((key[len(reader.prefix):], stamp, fields_of(records[0]) if records else None, problems))
-        body = marshal.dumps((number, runs, list(reader._heads.values())))
-        reader._heads = {}
+        body = marshal.dumps((number, runs, list(reader._open.values())))
+        reader._open = {}
         out.write(_LENGTH.pack(len(body)) + body)
         out.flush()
     os._exit(0)
