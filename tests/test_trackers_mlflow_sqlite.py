@@ -7,6 +7,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import sqlite3
+import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -15,6 +17,7 @@ import pytest
 from soma_lsp.pool import LivePool, pool_roots
 from soma_lsp.pool.trackers import SqliteStore
 from soma_lsp.pool.trackers.follow import TrackerFollower
+from soma_lsp.pool.trackers import mlflow_sqlite
 from soma_lsp.pool.trackers.mlflow_sqlite import KNOWN_VERSIONS
 from soma_lsp.records import Status
 from soma_lsp.retrieval import LiveIndex
@@ -249,3 +252,38 @@ def test_a_quick_poll_costs_the_new_and_open_runs_not_the_stores_size(worker, tm
     assert pool.get(running).status is Status.SUCCEEDED and pool.get(finished[0]) is not None
     pool.sync_tracker(source)
     assert pool.get(finished[0]) is None and len(pool) == 3011
+
+
+def test_a_full_read_lets_a_writer_commit_between_its_parts_and_misses_nothing(worker, tmp_path, monkeypatch):
+    """A full read holds SQLite's read lock one part (`READ_RUNS` runs) at a time: MLflow, writing meanwhile,
+    waits for a part, not for the whole store (whose read takes seconds at 100k runs, past the 5 s an MLflow
+    connection waits before "database is locked"). What it wrote is read next time."""
+    db = tmp_path / "mlflow.db"
+    two_runs(worker, db)
+    add_runs(db, 40)
+    pool = pool_of(sqlite_uri(db))
+    (source,) = pool.trackers
+    monkeypatch.setattr(mlflow_sqlite, "READ_RUNS", 10)
+    read_all, parts_read, writes = SqliteStore._read_all, [], []
+
+    def write() -> None:  # (its connection waits for the lock as long as it takes)
+        writes.extend(add_runs(db, 1))
+        writes.append(len(parts_read))
+
+    writer = threading.Thread(target=write)
+
+    def part(self, connection, rowids):
+        parts_read.append(rowids)
+        if len(parts_read) == 1:  # the writer comes while the first part is read
+            writer.start()
+            time.sleep(0.2)  # (for it to be waiting on the lock)
+        return read_all(self, connection, rowids)
+
+    monkeypatch.setattr(SqliteStore, "_read_all", part)
+    pool.sync_tracker(source)
+    writer.join()
+    added, parts_before_commit = writes
+    assert len(parts_read) == 5 and parts_before_commit < len(parts_read)  # committed between parts
+    assert pool.get(added) is not None and len(pool) == 43  # (in the last part, which reaches past the end)
+    monkeypatch.setattr(SqliteStore, "_read_all", read_all)
+    assert source.changed()

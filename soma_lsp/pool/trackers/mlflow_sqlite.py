@@ -59,6 +59,7 @@ ACTIVE = " WHERE r.lifecycle_stage != 'deleted'"
 SOME = " AND r.run_uuid IN (SELECT value FROM json_each(?))"
 ROWIDS = " AND r.rowid >= ? AND r.rowid < ?"
 LAST_ROWID = "SELECT ifnull(max(rowid), 0) FROM runs"  # (the table's b-tree end: no scan)
+ROWID_SPAN = "SELECT ifnull(min(rowid), 0), ifnull(max(rowid), 0) FROM runs"
 #: a run's status while MLflow may still update its `runs` row (end it): a quick poll re-reads these runs'
 #: rows; what else changes in a finished run's row (a rename, a deletion, a run resumed) waits for the
 #: next full sync, which every change brings within `TrackerFollower.sqlite_full_seconds`
@@ -70,6 +71,7 @@ NEW_OR_OPEN = f"{HEADS}{ACTIVE} AND r.rowid > ? UNION ALL {HEADS}{ACTIVE}{SOME}"
 OPEN_NOW = f"{HEADS}{ACTIVE} AND r.status IN {OPEN}"
 
 BUSY_SECONDS = 2.0  # how long a read waits for a writer's lock before the store is reported locked
+READ_RUNS = 2_000  # runs read in one read transaction (`SqliteStore.scan`): what a writer may wait for
 
 
 class SqliteStore(TrackerSource):
@@ -152,27 +154,34 @@ class SqliteStore(TrackerSource):
         return key == self.entry or key.startswith(self.prefix)
 
     def scan(self, hint=None) -> Scan:
-        """Every active run (`hint` None), those of a `range` of `rowid`s, or a quick scan (`"runs"`)."""
+        """Every active run (`hint` None), those of a `range` of `rowid`s, or a quick scan (`"runs"`).
+        Every active run is read `READ_RUNS` at a time, each part in a read transaction of its own: a
+        writer (MLflow logging) waits for one part (≈ 40 ms), not for the whole store (seconds at 100k
+        runs, past the 5 s MLflow's SQLite connections wait before failing with "database is locked")."""
         state = self._state()
         if hint == "runs":
             experiments, heads, rows, last = self._reading(self._read_new_or_open)
-        else:
-            rowids = hint if isinstance(hint, range) else None
-            experiments, heads, rows, last = self._reading(lambda c: self._read_all(c, rowids))
-        self._seen = state
-        if hint == "runs":
+            self._seen = state
             return self._delta(experiments, heads, rows, last)
-        opened = {head[0]: head for head in heads if head[2] in OPEN}
+        found, opened = {}, {}
+        for rowids in [hint] if isinstance(hint, range) else self._parts():
+            experiments, heads, rows, last = self._reading(lambda c: self._read_all(c, rowids))
+            opened.update((head[0], head) for head in heads if head[2] in OPEN)
+            for row in rows:
+                origin = experiments.get(str(row[5]))
+                if origin is not None:  # (None: a run of a deleted experiment)
+                    self._found(found, row, origin)
+        self._seen = state  # (as of before the parts' reads: a change meanwhile is one more to follow)
         if isinstance(hint, range):
             self._open.update(opened)
-        else:
+        else:  # (the last part reaches past the largest rowid: what was added meanwhile is in it)
             self._open, self._last_rowid = opened, last
-        found = {}
-        for row in rows:
-            origin = experiments.get(str(row[5]))
-            if origin is not None:  # (None: a run of a deleted experiment)
-                self._found(found, row, origin)
         return Scan(found, everything)
+
+    def _parts(self) -> list[range]:
+        """`rowid` ranges of about `READ_RUNS` runs each, covering every rowid (`mlflow_sqlite_apart.chunks`)."""
+        low, high = self._reading(lambda c: c.execute(ROWID_SPAN).fetchone())
+        return mlflow_sqlite_apart.chunks(list(range(low + READ_RUNS, high + 1, READ_RUNS)))
 
     def _delta(self, experiments: dict[str, str], heads: dict[str, tuple], rows: list[tuple], last: int) -> Scan:
         """A quick scan: the new runs and the open runs whose `runs` columns changed (read whole), and
@@ -232,11 +241,10 @@ class SqliteStore(TrackerSource):
                 connection.execute("SELECT experiment_id, name, lifecycle_stage FROM experiments")
                 if stage != "deleted"}
 
-    def _read_all(self, connection: sqlite3.Connection, rowids: range | None) -> tuple:
-        """Every active run's row (or those of a `range` of rowids), whole."""
+    def _read_all(self, connection: sqlite3.Connection, rowids: range) -> tuple:
+        """The rows whole of the active runs of a `range` of rowids."""
         experiments, last = self._experiments(connection), connection.execute(LAST_ROWID).fetchone()[0]
-        found = connection.execute(RUNS + ACTIVE + ROWIDS, (rowids.start, rowids.stop)).fetchall() \
-            if rowids is not None else connection.execute(RUNS + ACTIVE).fetchall()
+        found = connection.execute(RUNS + ACTIVE + ROWIDS, (rowids.start, rowids.stop)).fetchall()
         return experiments, [row[:6] for row in found], found, last
 
     def _read_new_or_open(self, connection: sqlite3.Connection) -> tuple:
