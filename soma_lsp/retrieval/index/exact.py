@@ -73,8 +73,8 @@ class _ExactPass:
                 shared += presence[0][slots] * q_count
                 continue
             counts = np.zeros(slots.size)
-            for _, posted, posted_counts in self._components.lookup(key):
-                at = np.minimum(np.searchsorted(posted, slots), posted.size - 1)
+            for _, posted, posted_counts in self._components.lookup(key):  # (the postings' integers: see
+                at = np.minimum(np.searchsorted(posted, slots.astype(posted.dtype)), posted.size - 1)  # `counts_at`)
                 hit = np.flatnonzero(posted[at] == slots)
                 counts[hit] = posted_counts[at[hit]]
             shared += np.minimum(counts, q_count)  # 0.0 where absent
