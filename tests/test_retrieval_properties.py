@@ -8,7 +8,7 @@ from unittest import mock
 import bm25s
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 import spec_reference as ref
 from soma_lsp.retrieval import index as index_module
@@ -198,6 +198,29 @@ def test_what_queries_keep_between_them_changes_nothing(records, qs, churn):
                 with mock.patch.object(tuning, "PRESENCE_FRACTION", 0):
                     _same(got, _churned(records, churn).rank(_query(q, limit)))
                 _same(got, _churned(records, churn).rank(_query(q, limit)))
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(pools(), queries, st.dictionaries(st.sampled_from(COMPONENTS), st.sampled_from([0.1, 0.3, 0.7, 1.0, 2.0, 3.0]),
+                                         min_size=1, max_size=6), st.integers(1, 6), st.lists(st.integers(0, 40), max_size=4))
+@example(records=[parse_record({"id": "exp-000", "name": "x", "architecture": ["Attention", "MoE", "Linear"]})],
+         q={"text": "", "architecture": None, "now": None, "half_life": 30.0},
+         bag={"Attention": 0.1, "MoE": 0.3, "Linear": 1.0}, limit=1, churn=[])  # (0.1 + 0.3) + 1 ≠ (1 + 0.1) + 0.3
+def test_whole_and_fractional_component_counts_share_alike_every_way(records, q, bag, limit, churn):
+    """A query bag mixing whole and fractional counts: its shared counts — whole counts summed as
+    small integers through presence vectors and the others added after (the approximate step), or
+    in query order (the exact step's pass over all slots, FEW_SLOTS 0), looked up for few slots, or
+    every component scattered from its postings (PRESENCE_FRACTION 0) — rank alike, bit for bit."""
+    q = {**q, "architecture": bag}
+    full = _churned(records, churn).rank(_query(q))
+    with mock.patch.object(tuning, "ANSWERS_KEPT", 0):
+        _same(_churned(records, churn).rank(_query(q, limit)), full[:limit])
+        for few_slots in (0, tuning.FEW_SLOTS):
+            with mock.patch.object(tuning, "FEW_SLOTS", few_slots):
+                _same(_churned(records, churn).rank(_query(q)), full)
+                with mock.patch.object(tuning, "PRESENCE_FRACTION", 0):
+                    _same(_churned(records, churn).rank(_query(q, limit)), full[:limit])
+                    _same(_churned(records, churn).rank(_query(q)), full)
 
 
 @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow], deadline=None)

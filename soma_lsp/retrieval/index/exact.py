@@ -10,6 +10,7 @@ Few slots are looked up in the postings (`_Segment.counts_at`), many are scatter
 
 from __future__ import annotations
 
+from itertools import compress
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -56,32 +57,52 @@ class _ExactPass:
         return bm25, matched
 
     def _shared_at(self, q: "_Query", slots: np.ndarray) -> np.ndarray:
-        """Exact Σ_c min(q_c, r_c) of these slots, component by component in query order, with the
-        counts as the postings hold them (float32): few slots from their records, many from postings."""
+        """Exact Σ_c min(q_c, r_c) of these slots (in any order), component by component in query
+        order, with the counts as the postings hold them (float32): few slots looked up, many
+        scattered from all postings. A common component whose every count reaches the query's adds
+        q_c where its presence vector (`_presence`) says so; the others are searched for in their
+        postings, each segment's slots ascending."""
         if slots.size > tuning.FEW_SLOTS:
             return self._shared_everywhere(q, np.float64)[slots]
         shared = np.zeros(slots.size)
-        for i, slot in enumerate(slots.tolist()):
-            bag, total = T.component_bag(self._slot_records[slot].architecture), 0.0
-            for name, q_count in q.bag.items():
-                count = bag.get(name)
-                if count is not None:
-                    total += min(q_count, float(np.float32(count)))
-            shared[i] = total
+        for key, q_count in zip(self._components.keys_of(list(q.bag)).tolist(), q.bag.values()):
+            if key < 0:
+                continue
+            presence = self._presence(key)
+            if presence is not None and presence[1] >= q_count:  # min(q_c, r_c) = q_c wherever present
+                shared += presence[0][slots] * q_count
+                continue
+            counts = np.zeros(slots.size)
+            for _, posted, posted_counts in self._components.lookup(key):  # (the postings' integers: see
+                at = np.minimum(np.searchsorted(posted, slots.astype(posted.dtype)), posted.size - 1)  # `counts_at`)
+                hit = np.flatnonzero(posted[at] == slots)
+                counts[hit] = posted_counts[at[hit]]
+            shared += np.minimum(counts, q_count)  # 0.0 where absent
         return shared
 
     def _shared_everywhere(self, q: "_Query", dtype: type) -> np.ndarray:
         """Σ_c min(q_c, r_c) at every slot, component by component in query order, in `dtype` (float32
         for the approximate pass). A component in many slots, each counting at least q_c, adds q_c
         through its presence vector (`_presence`: one pass over the slots, where scattering that many
-        costs 5–10× more); the others are scattered from the postings."""
-        shared = np.zeros(self._columns.size, dtype=dtype)
+        costs 5–10× more); the others are scattered from the postings.
+
+        Whole q_c added through presence vectors are summed in small integers first (`_counted`) and
+        turned into `dtype` once: a float pass per component costs more than the byte pass. Whole
+        numbers add up exactly in any order, and the float32 approximation's error bound holds in any
+        order (sums of positive values), so there the other components are added after them; the
+        float64 sum takes that route only when every component is such a whole q_c."""
+        plan = [(key, q_count, self._presence(key))
+                for key, q_count in zip(self._components.keys_of(list(q.bag)).tolist(), q.bag.values()) if key >= 0]
+        whole = [_whole(presence, q_count) for _, q_count, presence in plan]
+        if dtype is np.float32 or all(whole):
+            shared = _counted([(presence[0], int(q_count)) for (_, q_count, presence), w in zip(plan, whole) if w],
+                              self._columns.size, dtype)
+            plan = list(compress(plan, [not w for w in whole]))
+        else:
+            shared = np.zeros(self._columns.size, dtype=dtype)
         parts = self._per_layout().setdefault("components", {})  # (segment, key) → (least count, slots)
         wide = self._contributions.fits_wide(self._components.posted)
-        for key, q_count in zip(self._components.keys_of(list(q.bag)).tolist(), q.bag.values()):
-            if key < 0:
-                continue
-            presence = self._presence(key)
+        for key, q_count, presence in plan:
             if presence is not None and presence[1] >= q_count:  # min(q_c, r_c) = q_c wherever present
                 shared += presence[0] if q_count == 1 else presence[0] * dtype(q_count)
                 continue
@@ -158,3 +179,19 @@ class _ExactPass:
         return {"slots": slots, "score": score, "lexical": lexical, "structural": structural,
                 "recency": recency, "structural_applies": structural_applies,
                 "recency_applies": w["recency_applies"][slots], "classes": w["classes"][slots]}
+
+
+def _whole(presence: tuple[np.ndarray, float] | None, q_count: float) -> bool:
+    """Whether a component adds a whole q_c wherever its presence vector says it is posted."""
+    return presence is not None and presence[1] >= q_count and float(q_count).is_integer()
+
+
+def _counted(parts: list[tuple[np.ndarray, int]], size: int, dtype: type) -> np.ndarray:
+    """Σ q_c·present_c over (presence vector, whole q_c) pairs, in `dtype`: summed in the smallest
+    unsigned integer that holds Σ q_c (a byte per slot for any usual query), then converted once."""
+    total = sum(q_count for _, q_count in parts)
+    small = np.uint8 if total < 1 << 8 else np.uint16 if total < 1 << 16 else dtype
+    counts = np.zeros(size, dtype=small)
+    for present, q_count in parts:
+        counts += present.view(np.uint8) if q_count == 1 and small is np.uint8 else present * small(q_count)
+    return counts if small is dtype else counts.astype(dtype)

@@ -82,8 +82,11 @@ class _Segment:
         return np.where((below + 1 < end) & (self.slots[at] == target), self.counts[at], 0)
 
     def _counts_key_by_key(self, keys: np.ndarray, slots: np.ndarray) -> np.ndarray:
-        """`counts_at`, searching each key's postings (ascending slots) on their own."""
+        """`counts_at`, searching each key's postings (ascending slots) on their own; the slots in the
+        postings' integer type (else `searchsorted` converts the whole postings at every call: 20 µs
+        for a common term at 100k records, where the search itself takes 1)."""
         found = np.zeros((keys.size, slots.size), dtype=self.counts.dtype)
+        slots = slots.astype(self.slots.dtype, copy=False)
         for row, key in enumerate(keys.tolist()):
             if key + 1 >= self.indptr.size:
                 continue
