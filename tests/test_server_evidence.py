@@ -209,6 +209,14 @@ def test_names_the_word_asks_for_every_part_of_it():
     assert not names_the_word(record, ())
 
 
+def test_a_word_with_a_one_letter_part_names_no_run():
+    """`z_loss` is not "loss", `c_attn` not "attn": what is left of such a word is not the word
+    (docs/spec.md §3.5: parts of two letters or more), so it names no run."""
+    assert names_the_word(parse_record({"id": "x", "name": "qk-norm-1b"}), ("qk", "norm"))
+    assert not names_the_word(parse_record({"id": "y", "name": "fp16-loss-scaling"}), ("z", "loss"))
+    assert not names_the_word(parse_record({"id": "z", "name": "parallel-attn-mlp"}), ("c", "attn"))
+
+
 def test_an_old_dead_end_gets_back_almost_all_its_recency_a_run_a_share():
     idx = index()
     dead = idx.score(query("lr diverges"), ["r4"])[0]  # failed two years before NOW
