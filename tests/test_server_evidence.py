@@ -120,11 +120,11 @@ def with_fillers(raw: list[dict]) -> LiveIndex:
     return LiveIndex([parse_record(r) for r in raw])
 
 
-def test_a_dead_end_does_not_age_in_the_gate_and_the_order():
+def test_a_dead_end_hardly_ages_in_the_gate_and_the_order():
     idx = sweep_index()
     rotary = query("rotary base context")
     on = find_related(idx, rotary, (), min_score=0.8, limit=None, levers=replace(ALL_ON, siblings=False))
-    assert ids(on)[:2] == ["old", "new"]  # recency given back: the dead end passes the gate, and leads
+    assert ids(on)[:2] == ["new", "old"]  # most recency given back: the dead end passes the gate, right behind
     off = find_related(idx, rotary, (), min_score=0.8, limit=None,
                        levers=replace(ALL_ON, siblings=False, dead_ends=False))
     assert ids(off) == ["new"]
