@@ -6,8 +6,9 @@ copy as its root folder, and every judged probe is asked `soma.findRelatedExperi
 — the editor's own command. The answer's record ids are scored against the probe's grades:
 nDCG@5, R@3 (must-see in the top 3), MRR (first grade ≥ 1); see bench/quality/README.md for the
 exact definitions. Figures are printed overall, by kind, by workspace, and for the tune set and the
-held-out third, and for the fresh part (`_judged.FRESH`, all held out) on its own; then the
-quiet-by-default check (lenses per definition, empty hovers), the fresh part's apart.
+held-out third, and for the fresh part (`_judged.FRESH`, all held out) on its own — the untouched
+workspaces (`_judged.UNTOUCHED`) apart from it; then the quiet-by-default check (lenses per definition,
+empty hovers), each part's apart.
 
 `--lever NAME=off` (repeatable) adds a row per lever switched off, passed to the server as
 `initializationOptions.soma.levers.NAME` and as `SOMA_LEVER_NAME` in its environment.
@@ -70,10 +71,11 @@ def scores(probe: _judged.Probe, ranked: list[str]) -> dict[str, float]:
 
 
 def groups_of(probe: _judged.Probe) -> list[str]:
-    """The groups a probe counts in; a fresh workspace's probes only in `fresh` and its own groups,
-    so that `all`, `tune` and `held-out` stay the first set's."""
+    """The groups a probe counts in; a fresh workspace's probes only in `fresh` (`untouched` for one no
+    lever was fitted to) and its own groups, so that `all`, `tune` and `held-out` stay the first set's."""
     if probe.workspace in _judged.FRESH:
-        return ["fresh", f"ws:{probe.workspace}"] + [f"fresh kind:{k}" for k in probe.kinds]
+        part = "untouched" if probe.workspace in _judged.UNTOUCHED else "fresh"
+        return [part, f"ws:{probe.workspace}"] + [f"{part} kind:{k}" for k in probe.kinds]
     return (["all", "held-out" if probe.heldout else "tune", f"ws:{probe.workspace}"]
             + [f"kind:{k}" for k in probe.kinds])
 
@@ -186,7 +188,7 @@ async def run_workspace(workspace: str, root: Path, levers: dict[str, str],
 
 async def run_config(workspaces: list[str], levers: dict[str, str], extra: dict | None = None) -> dict:
     now = datetime.now(timezone.utc)
-    results, quiet, fresh_quiet = [], defaultdict(int), defaultdict(int)
+    results, quiet, fresh_quiet, untouched_quiet = [], defaultdict(int), defaultdict(int), defaultdict(int)
     with tempfile.TemporaryDirectory(prefix="soma-quality-") as base:
         os.environ["SOMA_CACHE_DIR"] = str(Path(base) / "cache")
         for workspace in workspaces:
@@ -194,19 +196,21 @@ async def run_config(workspaces: list[str], levers: dict[str, str], extra: dict 
             found, counts = await run_workspace(workspace, root, levers, extra)
             results += found
             for key, value in counts.items():
-                (fresh_quiet if workspace in _judged.FRESH else quiet)[key] += value
+                (untouched_quiet if workspace in _judged.UNTOUCHED else fresh_quiet if workspace in _judged.FRESH
+                 else quiet)[key] += value
     name = ", ".join([f"{k}={v}" for k, v in levers.items()] + [f"{k}={v}" for k, v in (extra or {}).items()]) \
         or "baseline"
     return {"name": name, "levers": levers, "summary": summarize(results), "quiet": dict(quiet),
-            "fresh_quiet": dict(fresh_quiet), "probes": results}
+            "fresh_quiet": dict(fresh_quiet), "untouched_quiet": dict(untouched_quiet), "probes": results}
 
 
 # -- report ------------------------------------------------------------------------------------------
 
 def group_order(summary: dict) -> list[str]:
-    kinds = [f"{part}kind:{k}" for part in ("", "fresh ") for k in _judged.KINDS if f"{part}kind:{k}" in summary]
+    kinds = [f"{part}kind:{k}" for part in ("", "fresh ", "untouched ") for k in _judged.KINDS
+             if f"{part}kind:{k}" in summary]
     spaces = [f"ws:{w}" for w in _judged.WORKSPACES + _judged.FRESH if f"ws:{w}" in summary]
-    return [g for g in ("all", "tune", "held-out", "fresh") if g in summary] + kinds + spaces
+    return [g for g in ("all", "tune", "held-out", "fresh", "untouched") if g in summary] + kinds + spaces
 
 
 def table(config: dict) -> str:
@@ -214,7 +218,8 @@ def table(config: dict) -> str:
     for group in group_order(config["summary"]):
         s = config["summary"][group]
         rows.append(f"| {group} | {s['n']} | {s['ndcg5']:.3f} | {s['r3']:.3f} | {s['mrr']:.3f} |")
-    for label, q in (("Quiet by default", config["quiet"]), ("Fresh part, quiet by default", config["fresh_quiet"])):
+    for label, q in (("Quiet by default", config["quiet"]), ("Fresh part, quiet by default", config["fresh_quiet"]),
+                     ("Untouched part, quiet by default", config["untouched_quiet"])):
         if q:
             rows += ["", f"{label}: {quiet_line(q)}"]
     return "\n".join(rows)
@@ -229,14 +234,14 @@ def quiet_line(q: dict) -> str:
 
 def levers_table(configs: list[dict]) -> str:
     rows = ["| configuration | all nDCG@5 | all R@3 | all MRR | tune R@3 | held-out R@3 | paraphrase R@3 "
-            "| fresh nDCG@5 | fresh R@3 |", "|---|---|---|---|---|---|---|---|---|"]
+            "| fresh nDCG@5 | fresh R@3 | untouched nDCG@5 | untouched R@3 |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     missing = {"ndcg5": float("nan"), "r3": float("nan")}
     for c in configs:
         s = c["summary"]
-        para, fresh = s.get("kind:paraphrase", missing)["r3"], s.get("fresh", missing)
+        para, fresh, untouched = s.get("kind:paraphrase", missing)["r3"], s.get("fresh", missing), s.get("untouched", missing)
         rows.append(f"| {c['name']} | {s['all']['ndcg5']:.3f} | {s['all']['r3']:.3f} | {s['all']['mrr']:.3f} | "
                     f"{s['tune']['r3']:.3f} | {s['held-out']['r3']:.3f} | {para:.3f} | "
-                    f"{fresh['ndcg5']:.3f} | {fresh['r3']:.3f} |")
+                    f"{fresh['ndcg5']:.3f} | {fresh['r3']:.3f} | {untouched['ndcg5']:.3f} | {untouched['r3']:.3f} |")
     return "\n".join(rows)
 
 

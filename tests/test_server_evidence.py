@@ -120,11 +120,11 @@ def with_fillers(raw: list[dict]) -> LiveIndex:
     return LiveIndex([parse_record(r) for r in raw])
 
 
-def test_a_dead_end_does_not_age_in_the_gate_and_the_order():
+def test_a_dead_end_hardly_ages_in_the_gate_and_the_order():
     idx = sweep_index()
     rotary = query("rotary base context")
     on = find_related(idx, rotary, (), min_score=0.8, limit=None, levers=replace(ALL_ON, siblings=False))
-    assert ids(on)[:2] == ["old", "new"]  # recency given back: the dead end passes the gate, and leads
+    assert ids(on)[:2] == ["new", "old"]  # most recency given back: the dead end passes the gate, right behind
     off = find_related(idx, rotary, (), min_score=0.8, limit=None,
                        levers=replace(ALL_ON, siblings=False, dead_ends=False))
     assert ids(off) == ["new"]
@@ -207,6 +207,14 @@ def test_names_the_word_asks_for_every_part_of_it():
     assert names_the_word(record, ("actor", "critic", "actorcritic"))  # a CamelCase word by its parts
     assert not names_the_word(record, ("critic", "head"))
     assert not names_the_word(record, ())
+
+
+def test_a_word_with_a_one_letter_part_names_no_run():
+    """`z_loss` is not "loss", `c_attn` not "attn": what is left of such a word is not the word
+    (docs/spec.md §3.5: parts of two letters or more), so it names no run."""
+    assert names_the_word(parse_record({"id": "x", "name": "qk-norm-1b"}), ("qk", "norm"))
+    assert not names_the_word(parse_record({"id": "y", "name": "fp16-loss-scaling"}), ("z", "loss"))
+    assert not names_the_word(parse_record({"id": "z", "name": "parallel-attn-mlp"}), ("c", "attn"))
 
 
 def test_an_old_dead_end_gets_back_almost_all_its_recency_a_run_a_share():

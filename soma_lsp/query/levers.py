@@ -29,9 +29,9 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   dead-end warning (docs/spec.md §4.5).
 * `siblings` — records of the same experiment as a tier's, a tied or the top record (same name stem
   at another setting, "re-run of" its name) follow it right after it.
-* `dead_ends` — a dead end does not age: the gate and the order read a dead end's score with 0.9 of
+* `dead_ends` — a dead end hardly ages: the gate and the order read a dead end's score with 0.75 of
   the recency it lost given back (`soma_lsp.server.standing.DEAD_END_SHARE`), so a year-old dead
-  end that matches as well as last week's run is shown beside it.
+  end that matches as well as last week's run is shown next to it.
 * `old_runs` — any other run ages less: the gate and the order give it back a quarter of the
   recency it lost (`standing.OLD_RUN_SHARE`) — the run that set today's value long ago still bears on it.
 * `named` — in find-related (asked, not a hover), a run whose name holds the word under the cursor

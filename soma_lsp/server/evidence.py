@@ -88,11 +88,13 @@ def off_the_line(tied: Sequence[ScoredRecord], near: Sequence[str]) -> list[Scor
 
 
 def names_the_word(record: Record, word: Sequence[str]) -> bool:
-    """Whether a run's name holds every part of the word under the cursor (its terms of two letters or
-    more, a CamelCase word's joined run left out): `gelu-tanh-approximation` for `gelu`,
-    `shared-actor-critic-torso` for `Critic` — teams name a run after what it changed."""
-    parts = [t for t in word if len(t) > 1]
-    parts = [t for t in parts if not any(t != u and t.startswith(u) for u in parts)]
+    """Whether a run's name holds every part of the word under the cursor (a CamelCase word's joined
+    run left out): `gelu-tanh-approximation` for `gelu`, `shared-actor-critic-torso` for `Critic` —
+    teams name a run after what it changed. A word with a one-letter part names none: what is left of
+    `z_loss` or `c_attn` (`loss`, `attn`) is not the word, and names half the pool (try 67)."""
+    if any(len(t) == 1 for t in word):
+        return False
+    parts = [t for t in word if not any(t != u and t.startswith(u) for u in word)]
     return bool(parts) and set(parts) <= set(tokenize(record.name))
 
 

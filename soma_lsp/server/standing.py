@@ -3,8 +3,8 @@
 The core's score gives recency a weight, so a year-old dead end scores up to that weight less than a
 record of last week that matches as well — but a dead end is exactly what a researcher must see
 however old it is (issue 20: "a year-old dead end is what must surface"). The server reads a dead
-end's standing as its score with almost all (`DEAD_END_SHARE`) of the recency it lost given back —
-`score + 0.9 · w_recency · (1 − recency)` with the effective weight the core used — for the relevance
+end's standing as its score with most (`DEAD_END_SHARE`) of the recency it lost given back —
+`score + 0.75 · w_recency · (1 − recency)` with the effective weight the core used — for the relevance
 gate (`hover.minScore`) and for the order of the gated ranking. Any other run gets back
 `OLD_RUN_SHARE` of what it lost (lever `old_runs`): the run that set the current value two years ago
 still answers "what have I tried here", if less pressingly than a dead end. The core's ranking
@@ -17,9 +17,11 @@ from __future__ import annotations
 from ..retrieval import ScoredRecord, Weights
 
 #: The share of the recency it lost that a dead end gets back (lever `dead_ends`; tuned on the tune
-#: probes: 1 / 0.9 / 0.75 / 0.6 gave tune nDCG@5 0.878 / 0.882 / 0.880 / 0.867, docs/benchmarks.md
-#: § Quality try 66): almost all of it — an old dead end still surfaces, a little behind a recent one.
-DEAD_END_SHARE = 0.9
+#: probes with the first two fresh workspaces among them: 0.9 / 0.75 / 0.6 / 0.5 gave nDCG@5 / R@3
+#: 0.832 / 0.868 · 0.834 / 0.868 · 0.831 / 0.871 · 0.822 / 0.854, held-out equal at 0.75, docs/benchmarks.md
+#: § Quality tries 66 and 78): most of it — an old dead end still surfaces, behind a recent one that
+#: matches as well, and less often above a better match on one shared generic word.
+DEAD_END_SHARE = 0.75
 #: The share of the recency it lost that a run which is no dead end gets back (lever `old_runs`;
 #: tuned on the judged set's tune probes: 0.25 / 0.5 / 0.75 gave tune nDCG@5 0.826 / 0.822 / 0.812,
 #: docs/benchmarks.md § Quality).
