@@ -33,10 +33,10 @@ from lsprotocol import types as lsp
 from ..pool import LivePool, PoolChange, PoolWatcher, pool_roots
 from ..pool.snapshot import cache_directory
 from ..pool.trackers.follow import TrackerFollower
-from ..retrieval import LiveIndex, RetrievalQuery
+from ..retrieval import LiveIndex
 from . import convert, settings as settings_module
 from .progress import IndexingProgress
-from .session import Session, to_the_minute
+from .session import Session
 from .settings import Settings
 from .timing import POOL_REFRESH_DELAY
 
@@ -141,25 +141,8 @@ class PoolService:
         if not first:
             self._follow(pool)
         self.pool_changed(None)
-        self.warm(index)
         if pool.unsaved:  # read files the snapshot did not have: save it, off the loop, after the swap
             session.submit_pool(self.save_snapshot, pool)
-
-    def warm(self, index: LiveIndex) -> None:
-        """What the index makes once per layout for a hover in a file with components
-        (`LiveIndex.warm`), made in the pool executor right after a load — before the snapshot is
-        written — rather than by the first hover."""
-        settings = self.session.settings
-        query = RetrievalQuery(text="warm", architecture=("linear",), now=to_the_minute(self.session.now()),
-                               half_life_days=settings.half_life_days, weights=settings.weights)
-
-        def warm() -> None:
-            try:
-                index.warm(query)
-            except Exception:  # noqa: BLE001 - an optimisation: the first hover makes it otherwise
-                log.exception("warming the index failed")
-
-        self.session.submit_pool(warm)
 
     def save_snapshot(self, pool: LivePool | None = None) -> None:
         """Write the pool's snapshot if it changed since it was restored or saved (never raises)."""

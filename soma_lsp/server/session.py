@@ -79,12 +79,6 @@ class Document:
         return split_lines(self.source)
 
 
-def to_the_minute(now: datetime) -> datetime:
-    """A hover's time: ages and recency to the minute, so that hovers share work (the index keeps
-    what it made for a `now`)."""
-    return now.replace(second=0, microsecond=0)
-
-
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """Everything one request works from, fixed when it arrived: features never read the session

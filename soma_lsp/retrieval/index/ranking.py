@@ -83,22 +83,6 @@ class _Ranking(_ExactPass, _ApproximatePass):
             exact = self._exact(q, slots, self._approximate(q))
             return self._scored(exact, list(range(slots.size)), q)
 
-    def warm(self, query: RetrievalQuery) -> None:
-        """Make now what the first query of `query`'s shape (words or not, a component bag or not,
-        `now` or not, its weights) would make once per layout: the per-record weighting, the
-        length norms, the slots in time order and the static part for its `now`. Called in the
-        background after a load, so that the first hover does not pay them: at 1M records the first
-        new-scope hover after a first start took 0.4-1.2 s through LSP, ≈ 1 s of it these
-        (docs/benchmarks.md § 1M). Nothing is ranked or kept as an answer; one step per hold of the
-        lock, so a query arriving meanwhile waits for one step, not all."""
-        with self._lock:
-            layout, q = self._layout, self._resolve(query)
-        for step in (self._length_norm, self._dense_fraction, self._dead, lambda: self._static_part(q)):
-            with self._lock:
-                if self._layout != layout:  # an update came: its layout is the next load's to warm
-                    return
-                step()
-
     def idf_of(self, terms: Iterable[str]) -> dict[str, float]:
         """spec §2.2's idf of each term over the records as they stand (0 for a term no record
         holds): how specific a matched word is, for the server's relevance gate, which needs a
