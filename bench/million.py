@@ -1,6 +1,6 @@
 """1M records through a real LSP session (issue 22, point 5): first load, hovers, restart, memory.
 
-    python bench/million.py [--n 1000000] [--hovers 200] [--pools DIR]
+    python bench/million.py [--n 1000000] [--hovers 200] [--pools DIR] [--first-start-only] [--profile DIR]
 
 The pool is `_stores.corpus_jsonl(n)` (one JSONL file, built once and kept), linked into a copy of the
 fixture workspace as `bench/lsp.py` does. Every figure is of the process a user starts:
@@ -16,15 +16,19 @@ fixture workspace as `bench/lsp.py` does. Every figure is of the process a user 
   background work after a load, the snapshot and the levers' evidence table, runs after the full result
   and after the snapshot is on disk), and the settled RSS reported too.
 
-Progress lines (with the server's RSS) go to stderr as they happen, so a run cut short still tells
-where it got; the Markdown summary goes to stdout at the end.
+Progress lines (with the server's RSS, and each new scope's hover in order) go to stderr as they
+happen, so a run cut short still tells where it got; the Markdown summary goes to stdout at the end.
+`--profile DIR` samples every thread of the server with py-spy during the hovers (py-spy pauses the
+server to sample: that run's times are not figures).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -92,7 +96,26 @@ async def settled_rss_kb(pid: int) -> int:
         before = now
 
 
-async def session(workspace: Path, label: str, hovers: int) -> dict:
+@contextlib.contextmanager
+def sampled(pid: int, profile: Path | None, name: str):
+    """py-spy (not a dependency: on the PATH when `--profile` is given) sampling every thread of the
+    server while the block runs, as collapsed stacks in `profile/name.txt`: where a hover's time goes
+    through LSP, the background work beside it included."""
+    if profile is None:
+        yield
+        return
+    profile.mkdir(parents=True, exist_ok=True)
+    spy = subprocess.Popen(["py-spy", "record", "--pid", str(pid), "--threads", "--rate", "1000", "--format", "raw",
+                            "--output", str(profile / f"{name}.txt")], stdout=subprocess.DEVNULL)
+    time.sleep(1.0)  # py-spy attached
+    try:
+        yield
+    finally:
+        spy.send_signal(signal.SIGINT)
+        spy.wait()
+
+
+async def session(workspace: Path, label: str, hovers: int, profile: Path | None = None) -> dict:
     """Start a server on the workspace; time its first hover and its full result; hover once loaded."""
     started = time.perf_counter()
     client = await start(SERVER, workspace)
@@ -105,8 +128,13 @@ async def session(workspace: Path, label: str, hovers: int) -> dict:
         out.update(records=status.get("records"), restored=status.get("restored"),
                    loaded_rss_kb=memory_kb(clock.pid).get("VmRSS", 0))
         scopes = scope_positions(workspace / "model" / "transformer.py")
-        out["scope_ms"] = await timed_hovers(client, uri, scopes, len(scopes))
-        out["hover_ms"] = await timed_hovers(client, uri, positions, hovers)
+        tag = label.replace(" ", "-")
+        with sampled(clock.pid, profile, f"{tag}-scopes"):
+            out["scope_ms"] = await timed_hovers(client, uri, scopes, len(scopes))
+        print(f"[{label}] new scopes, ms in order: {' '.join(f'{ms:.1f}' for ms in out['scope_ms'])}",
+              file=sys.stderr, flush=True)
+        with sampled(clock.pid, profile, f"{tag}-revisits"):
+            out["hover_ms"] = await timed_hovers(client, uri, positions, hovers)
         clock.mark("hovers done")
         cache = Path(os.environ["SOMA_CACHE_DIR"])
         while not list(cache.glob("*.snapshot")):
@@ -125,6 +153,9 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--hovers", type=int, default=200)
     parser.add_argument("--pools", type=Path, help="where generated pools are kept (default: .cache/bench/)")
+    parser.add_argument("--profile", type=Path, help="sample the server with py-spy during the hovers, into this folder")
+    parser.add_argument("--first-start-only", action="store_true",
+                        help="no restart (A/B rounds of what a first start does: half the run's time)")
     args = parser.parse_args()
     pool_bytes = corpus_jsonl(args.n, args.pools).stat().st_size
     with tempfile.TemporaryDirectory(prefix="soma-bench-million-") as tmp:
@@ -134,13 +165,16 @@ def main() -> None:
         subprocess.run([sys.executable, "-c", BASELINE, str(corpus_jsonl(args.n, args.pools))], check=True)
         baseline = time.perf_counter() - t
         print(f"baseline (python + json.loads of every line): {baseline:.1f} s", file=sys.stderr, flush=True)
-        first = asyncio.run(session(workspace, "first start", args.hovers))
-        time.sleep(2.1)  # a file changed in the last 2 s is read again on every restart (loader.RACY_NS)
-        again = asyncio.run(session(workspace, "restart", args.hovers))
+        first = asyncio.run(session(workspace, "first start", args.hovers, args.profile))
+        again = None
+        if not args.first_start_only:
+            time.sleep(2.1)  # a file changed in the last 2 s is read again on every restart (loader.RACY_NS)
+            again = asyncio.run(session(workspace, "restart", args.hovers, args.profile))
     print(render(args, pool_bytes, baseline, first, again))
 
 
-def render(args, pool_bytes: int, baseline: float, first: dict, again: dict) -> str:
+def render(args, pool_bytes: int, baseline: float, first: dict, again: dict | None) -> str:
+    sessions = (("first start", first),) + ((("restart", again),) if again is not None else ())
     gib = lambda kb: kb / 2**20  # noqa: E731
     row = lambda name, s: f"| {name} | {s:.1f} s | {s / baseline:.2f}× |"  # noqa: E731
     lines = [
@@ -150,21 +184,21 @@ def render(args, pool_bytes: int, baseline: float, first: dict, again: dict) -> 
         "| measurement | time | ÷ `json.loads` baseline |", "|---|---:|---:|",
         row("baseline: `python` + `json.loads` of every line", baseline),
         row("first start → first hover with content", first["first_hover_s"]),
-        row("first start → full result", first["full_s"]),
-        row("restart (snapshot) → first hover", again["first_hover_s"]),
-        row("restart (snapshot) → full result", again["full_s"]), "",
-        "| hovers once loaded | p50 | p99 |", "|---|---:|---:|"]
-    for label, r in (("first start", first), ("restart", again)):
+        row("first start → full result", first["full_s"])]
+    if again is not None:
+        lines += [row("restart (snapshot) → first hover", again["first_hover_s"]),
+                  row("restart (snapshot) → full result", again["full_s"])]
+    lines += ["", "| hovers once loaded | p50 | p99 |", "|---|---:|---:|"]
+    for label, r in sessions:
         lines.append(f"| {label}: new scopes ({len(r['scope_ms'])}) | {statistics.median(r['scope_ms']):.1f} ms "
                      f"| {percentile(r['scope_ms'], 0.99):.1f} ms |")
         lines.append(f"| {label}: revisits ({len(r['hover_ms'])}) | {statistics.median(r['hover_ms']):.1f} ms "
                      f"| {percentile(r['hover_ms'], 0.99):.1f} ms |")
     lines += ["", "| server memory | GiB | ÷ the pool's bytes |", "|---|---:|---:|"]
-    for label, kb in (("first start: peak RSS", first["peak_rss_kb"]), ("first start: RSS once loaded",
-                      first["loaded_rss_kb"]), ("first start: RSS settled", first["settled_rss_kb"]),
-                      ("restart: peak RSS", again["peak_rss_kb"]), ("restart: RSS once loaded", again["loaded_rss_kb"]),
-                      ("restart: RSS settled", again["settled_rss_kb"])):
-        lines.append(f"| {label} | {gib(kb):.2f} | {kb * 1024 / pool_bytes:.1f}× |")
+    for label, r in sessions:
+        for what, kb in (("peak RSS", r["peak_rss_kb"]), ("RSS once loaded", r["loaded_rss_kb"]),
+                         ("RSS settled", r["settled_rss_kb"])):
+            lines.append(f"| {label}: {what} | {gib(kb):.2f} | {kb * 1024 / pool_bytes:.1f}× |")
     return "\n".join(lines) + "\n"
 
 

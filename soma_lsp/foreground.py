@@ -8,7 +8,7 @@ commit ties' runs, the levers' evidence table — takes turns at the interpreter
 load, and on every pool change before they followed the index (measured at 100k records: new-scope
 hovers p50 4 → 57 ms, docs/benchmarks.md § LSP). So the work a user waits for marks itself
 (`answering`, around every feature's computation, `Session.run_query`, and a watched pool change
-being applied, `PoolWatcher`), and background loops call
+being applied, `PoolWatcher`; `arrived` as a request comes in), and background loops call
 `pause()` every `STEP` items (a step must stay short: once begun it shares the interpreter with the
 request, halving its speed): it returns at once when no request is being answered, else once
 none has been for `QUIET` seconds (the answer is still being written out by the event loop then),
@@ -57,6 +57,17 @@ def answering(linger: float = 0.0) -> Iterator[None]:
             _answering -= 1
             _last_end = max(_last_end, time.monotonic() + linger)
             _changed.notify_all()
+
+
+def arrived() -> None:
+    """A request came in (the event loop's thread, as it dispatches it): background work steps aside
+    from now — for `QUIET` seconds, and on while its work is `answering` — so that what the loop does
+    before that part begins (decoding the request, the document's snapshot) does not share the
+    interpreter with it (the evidence table's build ran through every hover after a 1M restart,
+    docs/benchmarks.md § 1M). A mark in time, not a count: a request never answered holds nothing."""
+    global _last_end
+    with _changed:
+        _last_end = max(_last_end, time.monotonic())
 
 
 def pause() -> None:

@@ -179,6 +179,14 @@ def test_work_that_starts_more_elsewhere_keeps_background_work_waiting_a_little_
     assert time.monotonic() - started >= 0.2 - 0.05
 
 
+def test_background_work_steps_aside_from_a_requests_arrival_before_its_work_begins(monkeypatch):
+    monkeypatch.setattr(foreground, "QUIET", 0.2)
+    foreground.arrived()
+    started = time.monotonic()
+    foreground.pause()
+    assert time.monotonic() - started >= 0.2 - 0.05
+
+
 def test_a_big_pools_table_is_built_once_its_load_is_over_not_after_every_part(tmp_path, monkeypatch):
     """A first load commits a big `.jsonl` in parts; a table built after each was thrown away by the
     next (2× one build at 100k, docs/benchmarks.md § LSP first load): asked meanwhile, the tiers are

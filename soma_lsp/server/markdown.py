@@ -47,8 +47,12 @@ _BLOCK_START = re.compile(r"^(?:[#>+=-]|\d{1,9}(?=[.)]))")
 
 
 def _flatten(text: str) -> str:
-    """Control and format characters (incl. bidi overrides and zero-width ones) → space; collapse."""
-    cleaned = "".join(" " if unicodedata.category(c)[0] in ("C", "Z") and c != " " else c for c in text)
+    """Control and format characters (incl. bidi overrides and zero-width ones) → space; collapse.
+    (`isprintable` is false exactly when the text holds such a character, or a separator other than
+    the space: most record text holds none, and the loop over its characters was most of a hover's
+    Markdown.)"""
+    cleaned = text if text.isprintable() else "".join(
+        " " if unicodedata.category(c)[0] in ("C", "Z") and c != " " else c for c in text)
     return _SPACE.sub(" ", cleaned).strip()
 
 
@@ -86,4 +90,9 @@ def escape(text: object, limit: int | None = MAX_FIELD) -> str:
     block = _BLOCK_START.match(flat)
     if block:
         marked.add(block.end() if block.group(0)[0].isdigit() else 0)  # `1\.` / `\#`
-    return "".join("\\" + c if i in marked else c for i, c in enumerate(flat))
+    pieces, start = [], 0
+    for at in sorted(marked):  # the text between escapes in slices, not character by character
+        pieces += (flat[start:at], "\\")
+        start = at
+    pieces.append(flat[start:])
+    return "".join(pieces)

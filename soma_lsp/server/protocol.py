@@ -26,6 +26,8 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInva
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.protocol.json_rpc import RPCRequest
 
+from .. import foreground
+
 log = logging.getLogger("soma_lsp.server")
 
 
@@ -51,6 +53,8 @@ class SomaProtocol(LanguageServerProtocol):
             else:
                 log.warning("ignoring a message that is not JSON-RPC 2.0: %.200r", data)
             return
+        if "id" in data and "method" in data:
+            foreground.arrived()
         try:
             message = self.structure_message(data)
         except Exception as error:  # noqa: BLE001
