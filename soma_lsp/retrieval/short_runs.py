@@ -58,8 +58,9 @@ class ShortRunTable:
         self._look_up(low, high, np.flatnonzero(short), found)
         long = np.flatnonzero(~short)
         if long.size:  # (-1: not seen before)
-            found[long] = list(map(ids.get, map(text.__getitem__, map(slice, starts[long].tolist(),
-                                                                          ends[long].tolist())), repeat(-1)))
+            found[long] = np.fromiter(map(ids.get, map(text.__getitem__, map(slice, starts[long].tolist(),
+                                                                                 ends[long].tolist())), repeat(-1)),
+                                      dtype=np.int64, count=long.size)
         missing = np.flatnonzero(found < 0)
         for i, start, end, is_short, key in zip(missing.tolist(), starts[missing].tolist(), ends[missing].tolist(),
                                                 short[missing].tolist(), zip(low[missing].tolist(), high[missing].tolist())):
