@@ -29,6 +29,26 @@ def describe_machine() -> str:
             f"numpy {np.__version__}; load average {load} (other work on the machine inflates times).")
 
 
+def cpu_seconds(pid: int, *, children: bool = False) -> float:
+    """User + system CPU time of a process so far (0 once it has gone); `children`: with its children's,
+    those it has waited for (`cutime`, `cstime`) and those still running (a server's counting child)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = sum(int(value) for value in fields[11:15 if children else 13])
+    seconds = ticks / os.sysconf("SC_CLK_TCK")
+    if children:
+        for task in Path(f"/proc/{pid}/task").glob("*/children"):
+            try:
+                running = task.read_text().split()
+            except OSError:
+                continue
+            seconds += sum(cpu_seconds(int(child), children=True) for child in running)
+    return seconds
+
+
 def replace_section(path: Path, heading: str, text: str) -> None:
     """Put `text` (starting with `heading`) in place of that section of a Markdown file, or append it."""
     current = path.read_text() if path.exists() else "# Benchmarks\n"

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _machine import describe_machine  # noqa: E402
+from _machine import cpu_seconds, describe_machine  # noqa: E402
 from _stores import corpus_jsonl  # noqa: E402
 from lsp import SERVER, first_hover, make_workspace, percentile, scope_positions, timed_hovers  # noqa: E402
 
@@ -73,16 +73,6 @@ class Clock:
               f"{mem.get('VmRSS', 0) / 2**20:.2f} GiB, peak {mem.get('VmHWM', 0) / 2**20:.2f} GiB; "
               f"load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
         return elapsed
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (0 once it has gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def settled_rss_kb(pid: int) -> int:

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from soma_lsp.pool import LivePool, counting, loader
-from soma_lsp.records import RecordError, document_texts, parse_record
+from soma_lsp.records import RecordError, document_texts, parse_architecture, parse_record
 from soma_lsp.retrieval import RetrievalQuery
 from soma_lsp.retrieval.documents import CountedLines, Counts, DocumentCounter, bag_triples, csr
 from soma_lsp.retrieval.index import LiveIndex, document_fields
@@ -167,6 +167,23 @@ def test_document_texts_are_the_record_s_document(mapping):
     except RecordError:
         return
     assert document_texts(mapping) == document_fields(record)
+
+
+NAME = st.one_of(st.text(max_size=8), st.sampled_from(["torch.nn.LayerNorm", "LayerNorm", "layer_norm", ""]))
+COUNT = st.one_of(st.integers(-3, 2**70), st.floats(allow_nan=True, allow_infinity=True), st.booleans(), TEXT,
+                  st.none())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.lists(st.one_of(NAME, NAME, NAME, st.integers())), st.dictionaries(NAME, COUNT), ANY))
+def test_the_child_bags_an_architecture_unvalidated_as_the_record_s(architecture):
+    """The child bags a line's architecture without `parse_architecture`: the same bag for every
+    architecture a record may have (one it refuses makes no record, whose row the index never takes)."""
+    try:
+        parsed = parse_architecture(architecture)
+    except RecordError:
+        return
+    assert component_bag(architecture) == component_bag(parsed)
 
 
 @pytest.mark.parametrize("spoil", [b"", b"SOMACNT1", b"garbage" * 20, "cut", "trailing", "rows"])

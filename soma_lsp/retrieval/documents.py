@@ -17,6 +17,7 @@ from itertools import count, filterfalse
 
 import numpy as np
 
+from .short_runs import SPACE, ShortRunTable
 from .tokenize import ASCII_SEPARATORS, RUN, is_plain, tokenize
 
 FIELD_WEIGHTS = (3, 2, 1, 1)  # name, headline, notes, details (spec §2.2)
@@ -25,7 +26,7 @@ CHUNK_DOCUMENTS = 256  # documents counted at once: their text, token strings an
 # page faults for fresh temporaries)
 _MARK = "\x01"  # between two records' texts; kept (not a separator) so that it splits off as a token
 # ASCII text is split as bytes (a byte table translates and `bytes.split` splits ~1.4× faster than str's)
-_SEPARATOR_BYTES = bytes(32 if i in ASCII_SEPARATORS and i != ord(_MARK) else i for i in range(256))
+_SEPARATOR_BYTES = bytes(SPACE if i in ASCII_SEPARATORS and i != ord(_MARK) else i for i in range(256))
 _MARK_BYTES = _MARK.encode()
 
 
@@ -43,6 +44,7 @@ class _RunIds(dict):
         self.others: list[int] = []
         self._buffers = tuple(np.zeros(0, np.int64) for _ in range(4))  # the lists, as far as converted
         self._converted = (0, 0, 0, 0)
+        self.short = ShortRunTable()  # the ids of short runs, looked up in numpy
 
     def __missing__(self, written: bytes) -> int:
         run = written.decode()
@@ -137,9 +139,9 @@ class DocumentCounter:
         """Run ids of every text's runs and the row (text index) of each."""
         runs = self._runs
         plain = [t.isascii() and _MARK not in t for t in texts]
-        tokens = f" {_MARK} ".join([t if ok else "" for t, ok in zip(texts, plain)]).encode().translate(
-            _SEPARATOR_BYTES).split()
-        ids = np.fromiter(map(runs.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+        spaced = f" {_MARK} ".join([t if ok else "" for t, ok in zip(texts, plain)]).encode().translate(
+            _SEPARATOR_BYTES)  # (NUL too is a separator: no zero byte is left for `ShortRunTable`)
+        ids = runs.short.run_ids(spaced, runs)
         mark = ids == 0
         rows = np.cumsum(mark)[~mark]
         ids = ids[~mark]
