@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, settings
 
 from fuzz import targets
 
-SMOKE = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+SMOKE = settings(max_examples=40, suppress_health_check=list(HealthCheck), database=None)
 
 
 @pytest.mark.parametrize("name", list(targets.TARGETS))

@@ -158,7 +158,7 @@ TEXT = st.one_of(st.text(max_size=8), st.sampled_from(["", " ", "\u3000", "a b"]
 ANY = st.one_of(TEXT, TEXT, TEXT, st.none(), st.integers())  # mostly text: most records are valid
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.fixed_dictionaries({"id": TEXT, "name": TEXT}, optional={
     "notes": ANY, "conclusion": st.one_of(ANY, st.fixed_dictionaries({}, optional={"headline": ANY, "details": ANY}))}))
 def test_document_texts_are_the_record_s_document(mapping):
@@ -174,7 +174,7 @@ COUNT = st.one_of(st.integers(-3, 2**70), st.floats(allow_nan=True, allow_infini
                   st.none())
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.one_of(st.lists(st.one_of(NAME, NAME, NAME, st.integers())), st.dictionaries(NAME, COUNT), ANY))
 def test_the_child_bags_an_architecture_unvalidated_as_the_record_s(architecture):
     """The child bags a line's architecture without `parse_architecture`: the same bag for every
@@ -286,7 +286,7 @@ def test_no_child_on_one_core_or_for_small_files(tmp_path, monkeypatch):
     children[str(big)].close()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.data())
 def test_selecting_rows_of_counts_made_elsewhere_gives_their_postings_keyed_here(data):
     """`Counts.select` against the postings read one by one: any rows, names with no postings, a

@@ -35,7 +35,7 @@ def _records(items):
     return out
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(entries, st.lists(st.sampled_from(["", "{not json", "[1, 2]", "\xff"]), max_size=3))
 def test_jsonl_keeps_every_valid_line(items, garbage):
     lines = [json.dumps(r, ensure_ascii=False).encode() for r in _records(items)]
@@ -50,7 +50,7 @@ def test_jsonl_keeps_every_valid_line(items, garbage):
         {len(items) + k for k, g in enumerate(garbage) if g}
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(entries, st.sampled_from(["json", "yaml"]))
 def test_arrays_and_yaml_lists_keep_every_valid_element(items, fmt):
     records = _records(items)

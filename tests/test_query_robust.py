@@ -221,7 +221,7 @@ LANG_PATHS = ["a.py", "a.cpp", "a.rs", "a.go", "a.ts", "a.tsx", "a.js", "a.jl", 
 CODEY = st.text(alphabet=st.sampled_from(list("def class ():\n\t \"'#@.=,[]{}abcXYZ_0é😀\\/*-")), max_size=200)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(CODEY, st.text(max_size=120)), st.sampled_from(LANG_PATHS),
        st.integers(-2, 12), st.integers(-2, 40), st.sampled_from(["hover", "lens", "find", "file"]),
        st.booleans())

@@ -167,7 +167,7 @@ _JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow
                      max_leaves=8)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.dictionaries(st.sampled_from(sorted(["id", "name", "status", "created_at", "finished_at", "conclusion",
                                                "notes", "architecture", "metrics", "code", "commit", "tags", "url",
                                                "importance", "repo", "origin", "other"])), _JSON))

@@ -70,7 +70,7 @@ def _query(q, limit=None):
                           half_life_days=q["half_life"], limit=limit)
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 @given(pools(), queries)
 def test_rank_equals_the_spec_reference(records, q):
     got = rank(records, _query(q))
@@ -87,7 +87,7 @@ def test_rank_equals_the_spec_reference(records, q):
         assert list(g.components.matched_terms) == matched
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100)
 @given(pools(), queries, st.randoms(use_true_random=False))
 def test_invariants(records, q, rnd):
     result = rank(records, _query(q))
@@ -108,7 +108,7 @@ def test_invariants(records, q, rnd):
     assert [r.record.id for r in limited] == [r.record.id for r in result[:3]]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100)
 @given(pools(), text, text.filter(str.strip))
 def test_an_unrelated_record_never_lifts_lexical_above_one(records, query_text, other):
     unrelated_terms = set(tokenize(query_text))
@@ -167,7 +167,7 @@ def _churned(records, churn, index=None):
     return index
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 @given(pools(), queries, st.integers(1, 6), st.booleans(), st.sampled_from([0.0, 0.3, 0.6]),
        st.lists(st.integers(0, 40), max_size=6))
 def test_a_cut_ranking_is_the_full_ranking_cut(records, q, limit, relevant_only, min_score, churn):
@@ -181,7 +181,7 @@ def test_a_cut_ranking_is_the_full_ranking_cut(records, q, limit, relevant_only,
         _same(index.rank(_query(q), relevant_only=relevant_only, min_score=min_score), full)
 
 
-@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(pools(), st.lists(queries, min_size=1, max_size=4), st.lists(st.integers(0, 40), max_size=4))
 def test_what_queries_keep_between_them_changes_nothing(records, qs, churn):
     """A stream of queries on one index — each asked twice, so the second finds the score's
@@ -200,7 +200,7 @@ def test_what_queries_keep_between_them_changes_nothing(records, qs, churn):
                 _same(got, _churned(records, churn).rank(_query(q, limit)))
 
 
-@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(pools(), queries, st.dictionaries(st.sampled_from(COMPONENTS), st.sampled_from([0.1, 0.3, 0.7, 1.0, 2.0, 3.0]),
                                          min_size=1, max_size=6), st.integers(1, 6), st.lists(st.integers(0, 40), max_size=4))
 @example(records=[parse_record({"id": "exp-000", "name": "x", "architecture": ["Attention", "MoE", "Linear"]})],
@@ -223,7 +223,7 @@ def test_whole_and_fractional_component_counts_share_alike_every_way(records, q,
                     _same(_churned(records, churn).rank(_query(q)), full)
 
 
-@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(pools(), st.lists(queries, min_size=1, max_size=4), st.booleans(), st.lists(st.integers(0, 40), min_size=1, max_size=4))
 def test_an_answer_kept_is_the_answer_computed(records, qs, relevant_only, churn):
     """`rank` keeps its answers while the layout stands: asked again, a question gets a copy of its
@@ -242,7 +242,7 @@ def test_an_answer_kept_is_the_answer_computed(records, qs, relevant_only, churn
                   _churned(records, churn).rank(_query(q, 3), relevant_only=relevant_only))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.lists(st.one_of(st.floats(0, 1), st.sampled_from([0.25, 0.5, -np.inf])), min_size=1, max_size=300),
        st.integers(1, 12), st.sampled_from([0.0, 1e-6, 0.05]), st.integers(1, 16))
 def test_top_within_keeps_exactly_what_is_within_the_margin(values, limit, margin, blocks):
@@ -258,7 +258,7 @@ def test_top_within_keeps_exactly_what_is_within_the_margin(values, limit, margi
         assert got.tolist() == np.flatnonzero(score >= kth - margin).tolist()
 
 
-@settings(max_examples=50, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=50, suppress_health_check=[HealthCheck.too_slow])
 @given(pools(), st.lists(queries, min_size=1, max_size=4), st.sampled_from([0, 64, 512]))
 def test_a_small_contribution_cache_stays_bounded_and_changes_nothing(records, qs, budget):
     """The float32 contribution cache evicts least recently used parts past its byte budget; what it
@@ -289,7 +289,7 @@ def test_the_margin_keeps_a_near_tie_exact():
         assert [r.record.id for r in LiveIndex(records).rank(RetrievalQuery(text="rope theta norm", limit=1))] == ["r1"]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(st.dictionaries(st.integers(0, 12), st.dictionaries(st.integers(0, 150), st.integers(1, 5), min_size=1),
                        min_size=1),
        st.lists(st.integers(0, 15), min_size=1, max_size=6, unique=True),

@@ -44,7 +44,7 @@ def test_hostile_text_renders_as_one_plain_paragraph(text):
     assert_inert_html(md.render(out))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.text(alphabet=st.characters(codec="utf-8"), max_size=200))
 def test_any_text_renders_inert(text):
     md = markdown_it()
@@ -76,7 +76,7 @@ def test_ordinary_record_text_is_written_as_is(text):
     assert escape(text) == text
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.text(alphabet=st.characters(codec="utf-8"), max_size=200))
 def test_any_text_renders_as_itself(text):
     """What a Markdown renderer shows is the text (defanged), whatever the escapes."""

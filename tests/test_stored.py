@@ -52,7 +52,7 @@ def everything(record) -> str:
     return repr((record, record.extra, record.source, record.warnings, record.created_at, record.finished_at))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(mappings, st.integers(0, 10 ** 6)), min_size=1, max_size=4))
 def test_every_field_comes_back_as_parsed(items):
     records = []

@@ -2,7 +2,7 @@ from collections import Counter
 from unittest import mock
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, strategies as st
 
 from soma_lsp.retrieval import documents as documents_module, short_runs, tokenize
 from soma_lsp.retrieval.documents import DocumentCounter
@@ -68,7 +68,6 @@ field_text = st.one_of(st.text(), st.text(alphabet="aAbBzZ09_- .xX\x01é"), st.s
     ["LayerNormFP32 torch.nn", "HTTPServer", "RoPE ALiBi", "Größe ÉcoleNormale", "a\x01b", ""]))
 
 
-@settings(deadline=None)  # (no wall-clock limit: the machine may be busy)
 @given(st.lists(st.lists(st.tuples(field_text, field_text, field_text, field_text), max_size=6), max_size=3),
        st.sampled_from([1, 2, 256]), st.sampled_from([0, short_runs.TABLE_BYTES]))
 def test_batch_document_counts_are_the_weighted_bag(batches, chunk, table_bytes):
@@ -113,7 +112,6 @@ class _Ids(dict):
         return self[run]
 
 
-@settings(deadline=None)
 @given(st.lists(run_text, max_size=8))
 def test_short_run_table_gives_the_ids_of_looking_up_each_run(texts):
     """Text after text, the table's ids are those of looking every run up in order — new runs numbered
