@@ -238,7 +238,7 @@ async function tour(page) {
     await box.click();
     await page.waitForFunction(
       () => document.querySelector('.settings-editor .setting-item-bool .setting-value-checkbox')?.getAttribute('aria-checked') === 'false',
-      null, { timeout: 5000 });
+      null, { timeout: 30000 });
     await page.locator('.tabs-container .tab', { hasText: path.posix.basename(FILE) }).first().click();
     const lenses = page.locator('.monaco-editor .codelens-decoration').filter({ hasText: LENS_RE, visible: true });
     const deadline = Date.now() + 30000;
