@@ -173,8 +173,9 @@ class _ApproximatePass:
             factor = T.decay_factor(q.weighting["t_ref"], q.now, q.half_life_days) if q.now is not None else 0.0
         if q.now is not None and factor < 2.0 ** 64:  # beyond, float32 could overflow: no recency here
             score = w["recency_weighted"] * np.float32(factor)
-            order, times = self._by_time()
-            future = order[np.searchsorted(times, q.now):]  # recency 1.0, not the decayed value
+            # (one pass per `now`, kept with the part: a time order kept per layout cost the first query
+            # after each load or pool change a sort of every slot, 0.1 s at 1M)
+            future = np.flatnonzero(self._columns.view("time") >= q.now)  # recency 1.0, not the decayed value
             score[future] = w["recency"][future]
             score += w["importance"]
         else:
@@ -183,16 +184,6 @@ class _ApproximatePass:
                 delta += float(w["recency"].max(initial=0.0))
         score.flags.writeable = False
         return score, delta
-
-    def _by_time(self) -> tuple[np.ndarray, np.ndarray]:
-        """Timed slots in time order, and their times (per layout)."""
-        cache = self._per_layout()
-        if "by_time" not in cache:
-            time = self._columns.view("time")
-            order = np.argsort(time, kind="stable")
-            order = order[~np.isnan(time[order])]
-            cache["by_time"] = (order, time[order])
-        return cache["by_time"]
 
     def _dense_fraction(self) -> int:
         cache = self._per_layout()
