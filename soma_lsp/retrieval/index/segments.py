@@ -101,9 +101,12 @@ class _Segment:
     def _sampled(self) -> np.ndarray:
         """key·span + slot of every SAMPLE_STRIDE-th posting (ascending), made at the first lookup."""
         if self.sample is None:
-            positions = np.arange(0, self.slots.size, tuning.SAMPLE_STRIDE)
-            keys = np.searchsorted(self.indptr, positions, side="right") - 1
-            object.__setattr__(self, "sample", keys * (self.last + 1) + self.slots[positions])
+            # key k holds the samples j with indptr[k] ≤ j·stride < indptr[k + 1]: ⌈indptr[k + 1]/stride⌉ −
+            # ⌈indptr[k]/stride⌉ of them (a repeat, not a search per sample: 3× less at 1M's first query)
+            stride = tuning.SAMPLE_STRIDE
+            per_key = np.diff(-(-self.indptr // stride))
+            keys = np.repeat(np.arange(per_key.size, dtype=np.int64), per_key)
+            object.__setattr__(self, "sample", keys * (self.last + 1) + self.slots[::stride])
         return self.sample
 
     @classmethod
