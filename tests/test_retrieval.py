@@ -364,3 +364,18 @@ def test_what_the_index_keeps_is_bounded_and_drops_the_least_recently_used_first
     assert [get(k) for k in ("a", "b", "a", "c")] == ["A", "B", "A", "C"]
     assert made == ["a", "b", "c"] and list(cache) == ["a", "c"]  # "a" used again, so "b" went first
     assert get("b") == "B" and made == ["a", "b", "c", "b"] and list(cache) == ["c", "b"]
+
+
+def test_a_warmed_index_makes_nothing_a_query_of_a_warmed_shape_needs_and_ranks_the_same(monkeypatch):
+    records = [rec(f"exp-{i}", f"rope theta {i}", created_at=f"2026-0{1 + i % 5}-01T00:00:00Z",
+                   architecture=["linear"] if i % 2 else None) for i in range(40)]
+    asked = RetrievalQuery(text="rope", architecture=("linear", "conv"), now=NOW, limit=5)
+    cold = LiveIndex(records).rank(asked)
+    index = LiveIndex(records)
+    index.warm([RetrievalQuery(text="warm", architecture=("warm",), now=NOW)])
+    for made_once_per_layout in ("_new_weighting", "_assembled_static_part"):
+        monkeypatch.setattr(type(index), made_once_per_layout, lambda *a, **k: pytest.fail("made again"))
+    assert index.rank(asked) == cold
+    index.update(add=[rec("exp-new", "rope")])  # a new layout: made again by the query that needs it
+    with pytest.raises(pytest.fail.Exception):
+        index.rank(asked)

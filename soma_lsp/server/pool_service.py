@@ -33,7 +33,7 @@ from lsprotocol import types as lsp
 from ..pool import LivePool, PoolChange, PoolWatcher, pool_roots
 from ..pool.snapshot import cache_directory
 from ..pool.trackers.follow import TrackerFollower
-from ..retrieval import LiveIndex
+from ..retrieval import LiveIndex, RetrievalQuery
 from . import convert, settings as settings_module
 from .progress import IndexingProgress
 from .session import Session
@@ -165,6 +165,7 @@ class PoolService:
         started = time.perf_counter()
         try:
             await session.run_pool(pool.load, progress.threadsafe_report)
+            await session.run_pool(self._warm, pool.index)
         except Exception as error:  # noqa: BLE001 - a pool that fails to load leaves the server up
             log.exception("loading the pool failed")
             session.show_message(f"soma: loading the experiment pool failed: {error}", lsp.MessageType.Error)
@@ -180,6 +181,19 @@ class PoolService:
         log.info("pool loaded in %.2fs: %s", time.perf_counter() - started, text)
         session.log_message(f"soma: {text} ({', '.join(pool.roots)})")
         self.send_status(pool)
+
+    def _warm(self, index: LiveIndex) -> None:
+        """The index's once-per-layout work for a hover's two shapes — in a file whose scope builds
+        components and in one that does not — made before the load is said to be over, not by the
+        first hover after it (`LiveIndex.warm`; never raises: the first query makes it otherwise)."""
+        settings = self.session.settings
+        now = self.session.now().replace(second=0, microsecond=0)  # (as a hover asks: to the minute)
+        shapes = [RetrievalQuery(text="warm", architecture=bag, now=now, half_life_days=settings.half_life_days,
+                                 weights=settings.weights) for bag in (("warm",), None)]
+        try:
+            index.warm(shapes)
+        except Exception:  # noqa: BLE001 - an optimisation
+            log.exception("warming the index failed")
 
     def _follow(self, pool: LivePool) -> None:
         """`pool_changed` after each of this pool's batches (and no longer after the previous pool's)."""
