@@ -21,8 +21,9 @@ a ratio is taken within its round (median, min–max); the server's, best of `--
   wait a whole period); the same for a run folder renamed into a watched file store
   (`fixtures/workspace/mlruns`);
 * server: `mlflow server` over a copy of an M-run store, once per `--workers` count (MLflow's default is
-  4, as a team runs it; 1 shows what one worker costs); first load over REST, and one poll's requests
-  and time when nothing is new.
+  4, as a team runs it; 1 shows what one worker costs); first load over REST, the server's own CPU
+  during it (its processes' `/proc` times: a floor of CPU per run × runs ÷ cores under the wall time),
+  and one poll's requests and time when nothing is new.
 """
 
 from __future__ import annotations
@@ -177,6 +178,32 @@ def best(repeat: int, code: str, *args: str) -> dict:
     return min(runs, key=lambda r: r["seconds"])
 
 
+def group_cpu(pgid: int) -> float:
+    """CPU seconds (user + system) of the live processes in group `pgid` — the tracking server and its
+    workers (Linux `/proc`). The server's work is fixed per run whatever the client asks, so its CPU per
+    run × runs ÷ the cores it has is the floor under a load's wall time."""
+    total = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def served(repeat: int, pgid: int, url: str) -> dict:
+    """The best of `repeat` REST loads, with the server's CPU during that load (`server_cpu`)."""
+    runs = []
+    for _ in range(repeat):
+        before = group_cpu(pgid)
+        runs.append(child(REST, url))
+        runs[-1]["server_cpu"] = group_cpu(pgid) - before
+    return min(runs, key=lambda r: r["seconds"])
+
+
 def rounds(repeat: int, *measures: tuple[str, ...]) -> list[list[dict]]:
     """Each measure (code, args…) once per round, `repeat` rounds: a ratio is taken within a round, whose
     measures ran in the same minute (the machine's load shifts between minutes)."""
@@ -261,7 +288,7 @@ def main() -> None:
             process, url = serve(small, tmp, workers)
             try:
                 warm(url, workers)
-                rest[workers] = best(args.repeat, REST, url)
+                rest[workers] = served(args.repeat, process.pid, url)
             finally:
                 os.killpg(process.pid, signal.SIGTERM)
                 process.wait(30)
@@ -286,6 +313,8 @@ def main() -> None:
               f"({run['records']:,} records, {run['requests']} requests; best of {args.repeat}) | {run['seconds']:.2f} | |")
         print(f"| … of which a request waiting for the server / the client alone | {run['server_seconds']:.2f} / "
               f"{client:.2f} ({client / run['seconds']:.0%}) | |")
+        print(f"| … the server's CPU (its processes' user + system; the poll's 3 requests included) | "
+              f"{run['server_cpu']:.2f} ({run['server_cpu'] / run['records'] * 1e3:.2f} ms a run) | |")
         print(f"| … a poll that finds nothing ({run['poll_requests']} requests) | {run['poll_seconds']:.3f} | |")
         if run["problem"]:
             print(f"(the server reported: {run['problem']})")

@@ -235,10 +235,10 @@ def test_a_store_of_many_pages_is_read_in_windows_of_start_time_and_whole(worker
     assert source.requests >= 3 + mlflow_rest.CONCURRENCY
 
 
-@given(st.integers(0, 10**13), st.integers(0, 10**7), st.integers(0, 10**7), st.integers(1, 1000))
-def test_windows_cover_every_start_time_left_once(oldest, below_edge, above_edge, runs):
+@given(st.integers(0, 10**13), st.integers(0, 10**7), st.lists(st.integers(0, 10**7), max_size=50))
+def test_windows_cover_every_start_time_left_once(oldest, below_edge, above_edge):
     edge = oldest + below_edge
-    windows = mlflow_rest._windows(oldest, edge + above_edge, edge, runs)
+    windows = mlflow_rest._windows(oldest, sorted([edge + a for a in above_edge] + [edge], reverse=True))
     assert windows[0][0] is None and windows[-1][1] == edge  # open below; up to the first page's edge
     assert 1 <= len(windows) <= mlflow_rest.MAX_WINDOWS
     for (_, high), (low, _) in zip(windows, windows[1:]):
@@ -246,6 +246,19 @@ def test_windows_cover_every_start_time_left_once(oldest, below_edge, above_edge
     assert all(low is None or low <= high for low, high in windows)
     if below_edge >= mlflow_rest.CONCURRENCY:
         assert len(windows) >= mlflow_rest.CONCURRENCY  # as many as requests in flight, at least
+
+
+def test_one_run_far_newer_than_the_rest_does_not_thin_the_windows():
+    """A store of runs a minute apart, and one started a year later (the first page holds it and 999 of
+    the others): the rest — 9 pages more, as dense as the page's older runs — is cut into as many
+    windows as allowed, not into `CONCURRENCY` windows of several pages each (read one after another)."""
+    minute, year = 60_000, 365 * 24 * 3_600_000
+    last = 10_000 * minute
+    starts = [last + year] + [last - i * minute for i in range(mlflow_rest.PAGE - 1)]
+    windows = mlflow_rest._windows(0, starts)
+    assert len(windows) == mlflow_rest.MAX_WINDOWS
+    spans = [high - (low or 0) + 1 for low, high in windows]
+    assert max(spans) * 10_000 // last <= mlflow_rest.PAGE  # each about a page or less at that density
 
 
 def test_nan_metrics_from_the_server_are_kept(worker, mlflow_server):
