@@ -136,8 +136,12 @@ class _ExactPass(_FewSlotsPass):
         """Exact components and scores of these slots (as lists for a few slots: `few`). The lexical
         max is exact too: it is looked up among the live slots that can hold it — with an
         approximation, only those within 2ε of its max."""
-        contenders = self._contenders(approximate) if q.keys.size else np.zeros(0, dtype=np.intp)
-        if slots.size + contenders.size <= min(tuning.SLOTS_IN_PYTHON, tuning.FEW_SLOTS):
+        if not q.keys.size:
+            contenders = np.zeros(0, dtype=np.intp)
+        else:  # the live slots that can hold the exact lexical max: every one without an approximation
+            contenders = np.flatnonzero(self._columns.view("alive")) if approximate is None else approximate.contenders
+        if slots.size + contenders.size <= min(tuning.SLOTS_IN_PYTHON, tuning.FEW_SLOTS) and \
+                q.keys.size <= tuning.TERMS_IN_PYTHON:
             return self._exact_listed(q, slots.tolist(), contenders.tolist())
         bm25, max_bm25, matched = np.zeros(slots.size), 0.0, np.zeros((slots.size, 0), dtype=bool)
         if q.keys.size:
@@ -146,16 +150,6 @@ class _ExactPass(_FewSlotsPass):
             at = np.searchsorted(both, slots)
             bm25, max_bm25, matched = exact[at], float(exact.max(initial=0.0)), matched_both[:, at].T
         return {**self._components_of(q, slots, bm25, max_bm25), "matched": matched}
-
-    def _contenders(self, approximate: "_Approximate | None") -> np.ndarray:
-        """The live slots that can hold the exact lexical max: every one without an approximation,
-        else those whose approximate bm25 is within 2ε of its max (the true max's slot has
-        approximate ≥ max·(1 − ε) ≥ (approximate max)·(1 − 2ε))."""
-        alive = self._columns.view("alive")
-        if approximate is None:
-            return np.flatnonzero(alive)
-        contenders = np.flatnonzero(approximate.bm25 >= approximate.top * (1 - 2 * approximate.error))
-        return contenders[alive[contenders]]
 
     def _components_of(self, q: "_Query", slots: np.ndarray, bm25: np.ndarray, max_bm25: float) -> dict[str, Any]:
         """Each slot's components and score, Σ w'_i·c_i summed term by term in the order of docs/spec.md §2.6 (a term
