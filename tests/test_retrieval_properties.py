@@ -213,8 +213,8 @@ def test_whole_and_fractional_component_counts_share_alike_every_way(records, q,
     """A query bag mixing whole and fractional counts: its shared counts — whole counts summed as
     small integers through presence vectors and the others added after (the approximate step), or
     in query order (the exact step's pass over all slots, FEW_SLOTS 0), looked up for few slots (in
-    numpy, SLOTS_IN_PYTHON 0, or in Python floats), or
-    every component scattered from its postings (PRESENCE_FRACTION 0) — rank alike, bit for bit."""
+    numpy, SLOTS_IN_PYTHON 0, or in Python floats), or every component scattered from its postings
+    (PRESENCE_FRACTION 0) — rank alike, bit for bit."""
     q = {**q, "architecture": bag}
     full = _churned(records, churn).rank(_query(q))
     with mock.patch.object(tuning, "ANSWERS_KEPT", 0):

@@ -3,8 +3,10 @@
 A short query's cut leaves about `limit` slots, and the one or two that may hold the lexical max, to
 score exactly. In numpy that is some forty calls on arrays of ten values, each costing a microsecond
 of overhead where its arithmetic costs nanoseconds (0.25 ms of a 3-term rank at 100k records, rank6).
-Here each query term's and component's postings are searched once for all the slots (`_listed`), and
-the rest is arithmetic on Python floats.
+Here the query terms' counts come from `exact`'s own lookup (`_term_counts`: one call per segment), each
+component's postings are searched once for all the slots (`_listed`), and the rest is arithmetic on
+Python floats. For a long query (past `tuning.TERMS_IN_PYTHON` terms) the per-term Python arithmetic
+costs more than numpy's, and `exact` keeps the numpy path.
 
 Why the values are the same. A Python float operation is one IEEE float64 operation, rounded once, as
 each element of a numpy float64 ufunc is (numpy's separate multiply and add are not fused). So the
