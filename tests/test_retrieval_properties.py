@@ -179,6 +179,9 @@ def test_a_cut_ranking_is_the_full_ranking_cut(records, q, limit, relevant_only,
     _same(index.score(_query(q), [r.record.id for r in full]), full)
     with mock.patch.object(tuning, "FEW_SLOTS", 0):  # exact bm25 scattered, not looked up
         _same(index.rank(_query(q), relevant_only=relevant_only, min_score=min_score), full)
+    with mock.patch.object(tuning, "SLOTS_IN_PYTHON", 0), mock.patch.object(tuning, "ANSWERS_KEPT", 0):
+        # the few slots' exact values from numpy arrays, not Python floats
+        _same(index.rank(_query(q, limit=limit), relevant_only=relevant_only, min_score=min_score), full[:limit])
 
 
 @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
@@ -209,14 +212,15 @@ def test_what_queries_keep_between_them_changes_nothing(records, qs, churn):
 def test_whole_and_fractional_component_counts_share_alike_every_way(records, q, bag, limit, churn):
     """A query bag mixing whole and fractional counts: its shared counts — whole counts summed as
     small integers through presence vectors and the others added after (the approximate step), or
-    in query order (the exact step's pass over all slots, FEW_SLOTS 0), looked up for few slots, or
-    every component scattered from its postings (PRESENCE_FRACTION 0) — rank alike, bit for bit."""
+    in query order (the exact step's pass over all slots, FEW_SLOTS 0), looked up for few slots (in
+    numpy, SLOTS_IN_PYTHON 0, or in Python floats), or every component scattered from its postings
+    (PRESENCE_FRACTION 0) — rank alike, bit for bit."""
     q = {**q, "architecture": bag}
     full = _churned(records, churn).rank(_query(q))
     with mock.patch.object(tuning, "ANSWERS_KEPT", 0):
         _same(_churned(records, churn).rank(_query(q, limit)), full[:limit])
-        for few_slots in (0, tuning.FEW_SLOTS):
-            with mock.patch.object(tuning, "FEW_SLOTS", few_slots):
+        for few_slots, in_python in ((0, 0), (tuning.FEW_SLOTS, 0), (tuning.FEW_SLOTS, tuning.SLOTS_IN_PYTHON)):
+            with mock.patch.object(tuning, "FEW_SLOTS", few_slots), mock.patch.object(tuning, "SLOTS_IN_PYTHON", in_python):
                 _same(_churned(records, churn).rank(_query(q)), full)
                 with mock.patch.object(tuning, "PRESENCE_FRACTION", 0):
                     _same(_churned(records, churn).rank(_query(q, limit)), full[:limit])

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import terms as T
 from .contributions import _contribution
+from .few import _FewSlotsPass, _listed
 from . import tuning
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from .resolved import _Query
 
 
-class _ExactPass:
+class _ExactPass(_FewSlotsPass):
     """The exact step (a part of `LiveIndex`, on the state `live` holds; `ranking` calls it)."""
 
     def _bm25_at(self, q: "_Query", slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -33,8 +34,8 @@ class _ExactPass:
         of the segments that may hold them, many are scattered from all postings — the same arithmetic
         either way."""
         norm = self._length_norm()
-        matched = np.zeros((q.keys.size, slots.size), dtype=bool)
         if slots.size > tuning.FEW_SLOTS:
+            matched = np.zeros((q.keys.size, slots.size), dtype=bool)
             bm25, posted_here = np.zeros(self._columns.size), np.zeros(self._columns.size, dtype=bool)
             for row, (key, idf_t) in enumerate(zip(q.keys.tolist(), q.idf)):
                 posted_here[:] = False
@@ -43,18 +44,19 @@ class _ExactPass:
                     posted_here[posted] = True
                 matched[row] = posted_here[slots]
             return bm25[slots], matched
-        bm25 = np.zeros(slots.size)
-        idf = np.asarray(q.idf)[:, None]
+        tf = self._term_counts(q, slots)
+        # term by term (a running sum: `sum` may add pairwise); 0.0 where a term is absent
+        return np.cumsum(np.asarray(q.idf)[:, None] * T.tf_part(tf, norm[slots]), axis=0)[-1], tf > 0
+
+    def _term_counts(self, q: "_Query", slots: np.ndarray) -> np.ndarray:
+        """tf of each query key at each of these (sorted, distinct) slots (keys × slots, 0.0 where
+        absent), looked up in the postings of the segments that may hold them."""
+        tf = np.zeros((q.keys.size, slots.size))
         for segment in self._terms.segments:  # a slot's postings are all in one segment
             start, end = np.searchsorted(slots, (segment.first, segment.last + 1)).tolist()
-            if start == end:
-                continue
-            inside = slots[start:end]
-            tf = segment.counts_at(q.keys, inside).astype(np.float64)
-            matched[:, start:end] |= tf > 0
-            # term by term (a running sum: `sum` may add pairwise); 0.0 where a term is absent
-            bm25[start:end] += np.cumsum(idf * T.tf_part(tf, norm[inside]), axis=0)[-1]
-        return bm25, matched
+            if start < end:
+                tf[:, start:end] = segment.counts_at(q.keys, slots[start:end])
+        return tf
 
     def _shared_at(self, q: "_Query", slots: np.ndarray) -> np.ndarray:
         """Exact Σ_c min(q_c, r_c) of these slots (in any order), component by component in query
@@ -72,12 +74,7 @@ class _ExactPass:
             if presence is not None and presence[1] >= q_count:  # min(q_c, r_c) = q_c wherever present
                 shared += presence[0][slots] * q_count
                 continue
-            counts = np.zeros(slots.size)
-            for _, posted, posted_counts in self._components.lookup(key):  # (the postings' integers: see
-                at = np.minimum(np.searchsorted(posted, slots.astype(posted.dtype)), posted.size - 1)  # `counts_at`)
-                hit = np.flatnonzero(posted[at] == slots)
-                counts[hit] = posted_counts[at[hit]]
-            shared += np.minimum(counts, q_count)  # 0.0 where absent
+            shared += np.minimum(_listed(self._components, key, slots), q_count)  # 0.0 where absent
         return shared
 
     def _shared_everywhere(self, q: "_Query", dtype: type) -> np.ndarray:
@@ -136,20 +133,22 @@ class _ExactPass:
         return kept[key]
 
     def _exact(self, q: "_Query", slots: np.ndarray, approximate: "_Approximate | None") -> dict[str, Any]:
-        """Exact components and scores of these slots. The lexical max is exact too: it is looked up
-        among the live slots that can hold it — with an approximation, only those within 2ε of its max."""
-        bm25, max_bm25, matched = np.zeros(slots.size), 0.0, np.zeros((0, slots.size), dtype=bool)
+        """Exact components and scores of these slots (as lists for a few slots: `few`). The lexical
+        max is exact too: it is looked up among the live slots that can hold it — with an
+        approximation, only those within 2ε of its max."""
+        if not q.keys.size:
+            contenders = np.zeros(0, dtype=np.intp)
+        else:  # the live slots that can hold the exact lexical max: every one without an approximation
+            contenders = np.flatnonzero(self._columns.view("alive")) if approximate is None else approximate.contenders
+        if slots.size + contenders.size <= min(tuning.SLOTS_IN_PYTHON, tuning.FEW_SLOTS) and \
+                q.keys.size <= tuning.TERMS_IN_PYTHON:
+            return self._exact_listed(q, slots.tolist(), contenders.tolist())
+        bm25, max_bm25, matched = np.zeros(slots.size), 0.0, np.zeros((slots.size, 0), dtype=bool)
         if q.keys.size:
-            alive = self._columns.view("alive")
-            if approximate is None:
-                contenders = np.flatnonzero(alive)
-            else:  # the true max's slot has approximate ≥ max·(1 − ε) ≥ (approximate max)·(1 − 2ε)
-                contenders = np.flatnonzero(approximate.bm25 >= approximate.top * (1 - 2 * approximate.error))
-                contenders = contenders[alive[contenders]]
             both = np.union1d(contenders, slots)
             exact, matched_both = self._bm25_at(q, both)
             at = np.searchsorted(both, slots)
-            bm25, max_bm25, matched = exact[at], float(exact.max(initial=0.0)), matched_both[:, at]
+            bm25, max_bm25, matched = exact[at], float(exact.max(initial=0.0)), matched_both[:, at].T
         return {**self._components_of(q, slots, bm25, max_bm25), "matched": matched}
 
     def _components_of(self, q: "_Query", slots: np.ndarray, bm25: np.ndarray, max_bm25: float) -> dict[str, Any]:
@@ -170,15 +169,19 @@ class _ExactPass:
             score += e_structural * structural
         recency = None
         if q.now is not None:
-            # straight from the age (not the approximate pass's base · factor, which over- or
-            # underflows when a record lies far in the future of the others, say a year-9999 typo)
-            age_days = np.nan_to_num((q.now - columns.time[slots]) / T.SECONDS_PER_DAY)
-            recency = np.where(w["recency_applies"][slots], T.decay(age_days, q.half_life_days), 0.0)
+            recency = self._recency(q, slots)
             score += e_recency * recency
         score += w["importance"][slots]
         return {"slots": slots, "score": score, "lexical": lexical, "structural": structural,
                 "recency": recency, "structural_applies": structural_applies,
                 "recency_applies": w["recency_applies"][slots], "classes": w["classes"][slots]}
+
+    def _recency(self, q: "_Query", slots: np.ndarray) -> np.ndarray:
+        """Recency of these slots (0 where it does not apply), straight from the age (not the
+        approximate pass's base · factor, which over- or underflows when a record lies far in the
+        future of the others, say a year-9999 typo)."""
+        age_days = np.nan_to_num((q.now - self._columns.time[slots]) / T.SECONDS_PER_DAY)
+        return np.where(q.weighting["recency_applies"][slots], T.decay(age_days, q.half_life_days), 0.0)
 
 
 def _whole(presence: tuple[np.ndarray, float] | None, q_count: float) -> bool:

@@ -67,9 +67,9 @@ class _Ranking(_ExactPass, _ApproximatePass):
         exact = self._exact(q, slots, bm25)
         keep = np.ones(slots.size, dtype=bool)
         if relevant_only:
-            keep &= (exact["lexical"] > 0) | (exact["structural"] > 0)
+            keep &= (np.asarray(exact["lexical"]) > 0) | (np.asarray(exact["structural"]) > 0)
         if min_score > 0:
-            keep &= exact["score"] >= min_score
+            keep &= np.asarray(exact["score"]) >= min_score
         order = self._ordered(exact, np.flatnonzero(keep))
         return self._scored(exact, order[:limit], q)
 
@@ -190,21 +190,25 @@ class _Ranking(_ExactPass, _ApproximatePass):
         return sorted(rows.tolist(), key=lambda i: (-score[i], records[slots[i]].id))
 
     def _scored(self, exact: Mapping[str, Any], rows: list[int], q: "_Query") -> list[ScoredRecord]:
-        """The results of these rows, their values taken out of numpy once for all of them."""
+        """The results of these rows, their values taken out of numpy once for all of them (the exact
+        step's lists, for a few slots, are read as they are)."""
         if not rows:
             return []
         at = np.asarray(rows)
-        slots = exact["slots"][at]
-        score, lexical, structural = (exact[name][at].tolist() for name in ("score", "lexical", "structural"))
-        recency = exact["recency"][at].tolist() if exact["recency"] is not None else [None] * at.size
-        structural_applies = exact["structural_applies"][at].tolist()
-        recency_applies = exact["recency_applies"][at].tolist()
-        weights = q.weighting["table"][exact["classes"][at]].tolist()
-        matched = exact["matched"][:, at].T.tolist()
+
+        def picked(values: Any) -> list:
+            return values[at].tolist() if isinstance(values, np.ndarray) else [values[i] for i in rows]
+
+        slots = picked(exact["slots"])
+        score, lexical, structural, matched = (picked(exact[name]) for name in ("score", "lexical", "structural",
+                                                                                 "matched"))
+        recency = picked(exact["recency"]) if exact["recency"] is not None else [None] * at.size
+        structural_applies, recency_applies = picked(exact["structural_applies"]), picked(exact["recency_applies"])
+        weights = q.weighting["table"][picked(exact["classes"])].tolist()
         importance, dead_end = self._columns.importance[slots].tolist(), self._columns.dead_end[slots].tolist()
         query_components = set(q.bag)
         results = []
-        for i, slot in enumerate(slots.tolist()):
+        for i, slot in enumerate(slots):
             record = self._slot_records[slot]
             components = ScoreComponents(
                 lexical=lexical[i] if q.terms else None,

@@ -10,6 +10,8 @@ DENSE_FRACTION = 4  # a term in ≥ 1/4 of the records is added as a dense vecto
 SAMPLE_STRIDE = 64  # `_Segment.counts_at` searches among every 64th posting first (1/8 byte a posting)
 KEYS_ONE_BY_ONE = 4  # `_Segment.counts_at` searches up to this many keys' postings one key at a time
 FEW_SLOTS = 4096  # exact values of up to this many slots are looked up, not scattered
+SLOTS_IN_PYTHON = 16  # … and of up to this many (with the lexical max's contenders), in Python floats (`few`),
+TERMS_IN_PYTHON = 8  # for a query of up to this many known terms (past it numpy's vectorised lookup costs less)
 WEIGHTINGS_KEPT = 8  # query shapes whose per-record weighting is kept (see `_weighting`)
 STATIC_PARTS_KEPT = 4  # per query shape: the approximate score's query-independent part for this many `now`s,
 # its structural term for this many component bags, and its denominators for this many bag totals
