@@ -124,6 +124,16 @@ def test_line_settings_read_code_and_config_assignments():
     assert line_settings("if a == 3:") == {}
 
 
+def test_a_bare_word_is_a_setting_in_a_config_file_not_in_code():
+    assert line_settings("prediction: v", config=True)["prediction"].value == "v"
+    assert line_settings("  beta_schedule: Cosine  # the ADM default", config=True)["beta_schedule"].value == "cosine"
+    assert line_settings("prediction: v") == {}  # in code a bare word is a name
+    assert line_settings("    theta: float = theta") == {}
+    built = build_query("num_timesteps: 1000\nbeta_schedule: cosine\n", "conf/diffusion.yaml",
+                        position=(1, 3), scope="find")
+    assert built.hints.settings == (("beta_schedule", "cosine", "cosine"),)
+
+
 def test_every_alias_group_says_where_it_comes_from():
     from pathlib import Path
 

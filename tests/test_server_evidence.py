@@ -140,6 +140,19 @@ def test_the_runs_about_a_knob_come_before_a_passing_mention_each_with_its_sweep
     assert labels["lr-high"].startswith("same knob: lr = 1e-3")
 
 
+def test_a_run_named_after_the_value_it_set_is_about_that_knob():
+    raw = [{"id": "w128", "name": "width-128", "status": "regressed", "notes": "model_channels=128; arm of the width sweep",
+            "finished_at": "2025-02-01T00:00:00Z", "conclusion": "base width 128 is 2 FID behind"},
+           {"id": "drop", "name": "dropout-0.3", "notes": "dropout=0.3, model_channels=128 as in width-128",
+            "finished_at": "2025-02-01T00:00:00Z", "conclusion": "dropout 0.3 underfits"}]
+    hints = Hints(settings=(("model_channels", "192.0", "192"),))
+    related = find_related(with_fillers(raw), query("dropout underfits"), (), min_score=0.3, limit=None,
+                           hints=hints, levers=replace(ALL_ON, siblings=False))
+    assert ids(related)[0] == "w128"  # its name holds the 128 it set; the dropout run only mentions it
+    assert dict(related.labels)["w128"] == "same knob: model_channels = 128 (here 192)"
+    assert "drop" not in dict(related.labels)
+
+
 def test_the_word_under_the_cursor_is_evidence_enough_when_asked_not_in_a_hover():
     idx = index()
     ask = query("checkpointing banana")  # only r5 holds "checkpointing": one matched term

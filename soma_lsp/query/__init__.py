@@ -249,17 +249,18 @@ def _line_names(doc, pos: Position | None, basis: str, levers: Levers) -> list[s
     return _identifiers(line, code_noise(doc.lang) | STOP_WORDS)
 
 
-def line_knobs(line: str) -> tuple[tuple[str, str, str], ...]:
-    """The (knob, canonical value, as written) a line of code or config sets (`soma_lsp.knobs`), by
-    the knob's last name (`config.ema_decay` → `ema_decay`): what lever `knob` compares with records."""
-    return tuple((key.rsplit(".", 1)[-1], knob.value, knob.text) for key, knob in line_settings(line).items()
-                 if "." not in key)
+def line_knobs(line: str, config: bool = False) -> tuple[tuple[str, str, str], ...]:
+    """The (knob, canonical value, as written) a line of code or of a config file (`config`) sets
+    (`soma_lsp.knobs`), by the knob's last name (`config.ema_decay` → `ema_decay`): what lever `knob`
+    compares with records."""
+    return tuple((key.rsplit(".", 1)[-1], knob.value, knob.text)
+                 for key, knob in line_settings(line, config).items() if "." not in key)
 
 
 def _line_settings(doc, pos: Position | None, levers: Levers) -> tuple[tuple[str, str, str], ...]:
     if not levers.knob or pos is None or not 0 <= pos[0] < len(doc.index.lines):
         return ()
-    return line_knobs(doc.index.lines[pos[0]])
+    return line_knobs(doc.index.lines[pos[0]], doc.lang in CONFIG_LANGUAGES)
 
 
 def build_query(

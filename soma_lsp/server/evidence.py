@@ -359,6 +359,11 @@ def _build(index: LiveIndex, version: int) -> _Table:
 
 def knob_tier(index: LiveIndex, settings: Sequence[tuple[str, str, str]]) -> list[tuple[str, str]]:
     """(record id, label) of the records setting a knob of the cursor's line: same value first."""
+    return [(record_id, label) for record_id, label, _, _ in _knob_matches(index, settings)]
+
+
+def _knob_matches(index: LiveIndex, settings: Sequence[tuple[str, str, str]]) -> list[tuple[str, str, str, str]]:
+    """`knob_tier` with the knob and the record's value as written: (record id, label, knob, value)."""
     table = _table(index)
     if not settings or table is None:
         return []
@@ -368,26 +373,31 @@ def knob_tier(index: LiveIndex, settings: Sequence[tuple[str, str, str]]) -> lis
     for knob, value, written, theirs in rows:
         for record_id, their_value, their_text in theirs:
             if their_value == value:
-                same.append((record_id, f"same setting: {knob} = {their_text}"))
+                same.append((record_id, f"same setting: {knob} = {their_text}", knob, their_text))
             else:
-                other.append((record_id, f"same knob: {knob} = {their_text} (here {written})"))
-    first: dict[str, str] = {}
-    for record_id, label in same + other:
-        first.setdefault(record_id, label)
-    return list(first.items())
+                other.append((record_id, f"same knob: {knob} = {their_text} (here {written})", knob, their_text))
+    first: dict[str, tuple[str, str, str, str]] = {}
+    for match in same + other:
+        first.setdefault(match[0], match)
+    return list(first.values())
 
 
 #: Knob words too generic to say what a run is about (`num_layers` is not about `num-envs-8`).
 _GENERIC_KNOB_WORDS = frozenset({"num", "n", "max", "min", "use", "init", "size", "dim", "steps", "rate"})
 
 
-def is_about(record: Record | None, knob: str) -> bool:
+def is_about(record: Record | None, knob: str, value: str | None = None) -> bool:
     """Whether a run is about a knob: a distinctive word of the knob is in its name (`lr-3e-4-1b`,
-    `warmup-2000` for `warmup_steps`) — a run of that setting, or an arm of its sweep."""
+    `warmup-2000` for `warmup_steps`) — a run of that setting, or an arm of its sweep; or the value
+    it set the knob to (`value`, as its text writes it) is (`width-128` setting `model_channels=128`):
+    teams name a run after the setting it tried, in their own word for the knob."""
     if record is None:
         return False
-    words = set(re.split(r"[-_\s]+", record.name.lower()))
-    return bool(words.intersection(w for w in knob.lower().split("_") if w not in _GENERIC_KNOB_WORDS))
+    name = record.name.lower()
+    words = set(re.split(r"[-_\s]+", name))
+    if words.intersection(w for w in knob.lower().split("_") if w not in _GENERIC_KNOB_WORDS):
+        return True
+    return bool(value) and re.search(rf"(?<![\w.]){re.escape(value.lower())}(?![\w.])", name) is not None
 
 
 def knob_front(index: LiveIndex, settings: Sequence[tuple[str, str, str]]) -> list[tuple[str, str]]:
@@ -397,9 +407,9 @@ def knob_front(index: LiveIndex, settings: Sequence[tuple[str, str, str]]) -> li
     mentioning another value in passing is no evidence: it keeps its place in the ranking."""
     knobs = [knob for knob, _, _ in settings]
     about, passing = [], []
-    for record_id, label in knob_tier(index, settings):
+    for record_id, label, knob, value in _knob_matches(index, settings):
         record = index.get(record_id)
-        if any(is_about(record, knob) for knob in knobs):
+        if any(is_about(record, k) for k in knobs) or is_about(record, knob, value):
             about.append((record_id, label))
         elif label.startswith("same setting"):
             passing.append((record_id, label))
