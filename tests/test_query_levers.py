@@ -131,7 +131,17 @@ def test_a_bare_word_is_a_setting_in_a_config_file_not_in_code():
     assert line_settings("    theta: float = theta") == {}
     built = build_query("num_timesteps: 1000\nbeta_schedule: cosine\n", "conf/diffusion.yaml",
                         position=(1, 3), scope="find")
-    assert built.hints.settings == (("beta_schedule", "cosine", "cosine"),)
+    assert built.hints.settings == (("beta_schedule", "cosine", "cosine"),) and built.hints.knob == ""
+
+
+def test_the_word_under_the_cursor_is_a_knob_unless_its_line_sets_it():
+    source = "def guided(cond, uncond, guidance_scale=3.0):\n    return uncond + guidance_scale * (cond - uncond)\n"
+    body = build_query(source, "sample.py", position=(1, 20), scope="find")
+    assert body.hints.knob == "guidance_scale" and body.hints.settings == ()
+    signature = build_query(source, "sample.py", position=(0, 30), scope="find")
+    assert signature.hints.knob == "" and signature.hints.settings[0][0] == "guidance_scale"
+    assert build_query(source, "sample.py", position=(1, 20), scope="find",
+                       levers=replace(ALL_ON, knob=False)).hints.knob == ""
 
 
 def test_every_alias_group_says_where_it_comes_from():

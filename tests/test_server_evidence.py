@@ -153,6 +153,25 @@ def test_a_run_named_after_the_value_it_set_is_about_that_knob():
     assert "drop" not in dict(related.labels)
 
 
+def test_the_knob_under_the_cursor_brings_the_runs_that_set_it():
+    raw = [{"id": "w3", "name": "cfg-w-3", "notes": "guidance_scale=3.0; arm of the guidance sweep",
+            "finished_at": "2025-11-01T00:00:00Z", "conclusion": "weight 3 gives the sharpest samples"},
+           {"id": "w5", "name": "cfg-w-5", "status": "regressed", "notes": "guidance_scale=5.0",
+            "finished_at": "2025-11-01T00:00:00Z", "conclusion": "weight 5 oversaturates"},
+           {"id": "drop", "name": "label-drop-0.1", "notes": "cond_drop_prob=0.1, guidance_scale=3.0",
+            "finished_at": "2025-10-01T00:00:00Z", "conclusion": "the unconditional branch at 10% of the batch"},
+           {"id": "other", "name": "uncond-branch-width", "finished_at": "2026-10-01T00:00:00Z",
+            "conclusion": "a narrower unconditional branch for guidance sampling", "notes": "uncond cond guidance"}]
+    ask = query("uncond cond guidance scale")
+    pointed = find_related(with_fillers(raw), ask, (), min_score=0.3, limit=None,
+                           hints=Hints(knob="guidance_scale"), levers=replace(ALL_ON, siblings=False))
+    assert ids(pointed)[:2] == ["w3", "w5"]  # named after the values they set; the label-drop run only mentions one
+    assert dict(pointed.labels)["w5"] == "sets guidance_scale = 5.0" and "drop" not in dict(pointed.labels)
+    off = find_related(with_fillers(raw), ask, (), min_score=0.3, limit=None, hints=Hints(knob="guidance_scale"),
+                       levers=replace(ALL_ON, siblings=False, knob=False))
+    assert ids(off)[0] == "other"
+
+
 def test_the_word_under_the_cursor_is_evidence_enough_when_asked_not_in_a_hover():
     idx = index()
     ask = query("checkpointing banana")  # only r5 holds "checkpointing": one matched term
