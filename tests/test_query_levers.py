@@ -134,6 +134,15 @@ def test_a_bare_word_is_a_setting_in_a_config_file_not_in_code():
     assert built.hints.settings == (("beta_schedule", "cosine", "cosine"),) and built.hints.knob == ""
 
 
+def test_find_in_a_config_file_asks_the_whole_file_with_the_cursors_line_in_focus():
+    source = "beta_schedule: cosine\nprediction: v\ncond_drop_prob: 0.1\n"
+    built = build_query(source, "conf/diffusion.yaml", position=(1, 3), scope="find")
+    assert built.basis == "file" and "cond" in built.text.split()
+    assert built.hints.focus == ("prediction",)  # (one-letter terms are no terms)
+    assert build_query(source, "conf/diffusion.yaml", position=(1, 3), scope="find",
+                       levers=replace(ALL_ON, cursor=False)).hints.focus == ()
+
+
 def test_the_word_under_the_cursor_is_a_knob_unless_its_line_sets_it():
     source = "def guided(cond, uncond, guidance_scale=3.0):\n    return uncond + guidance_scale * (cond - uncond)\n"
     body = build_query(source, "sample.py", position=(1, 20), scope="find")

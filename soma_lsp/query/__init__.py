@@ -246,7 +246,7 @@ def _near_aliases(text: str, focus: tuple[str, ...], word: str | None, names: li
 
 def _line_names(doc, pos: Position | None, basis: str, levers: Levers) -> list[str]:
     """The identifiers of the cursor's own line, when the scope is larger than that line."""
-    if not levers.cursor or pos is None or basis not in ("definition", "statement"):
+    if not levers.cursor or pos is None or basis not in ("definition", "statement", "file"):
         return []
     line = doc.index.lines[pos[0]] if 0 <= pos[0] < len(doc.index.lines) else ""
     return _identifiers(line, code_noise(doc.lang) | STOP_WORDS)
