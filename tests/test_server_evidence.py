@@ -241,6 +241,13 @@ def test_names_the_word_asks_for_every_part_of_it():
     assert not names_the_word(record, ())
 
 
+def test_a_run_naming_the_word_as_one_compound_names_it():
+    assert names_the_word(parse_record({"id": "g", "name": "groupnorm-16-groups"}), ("group", "norm", "groupnorm"))
+    assert names_the_word(parse_record({"id": "r", "name": "convnext-style-resblocks"}), ("res", "block", "resblock"))
+    assert not names_the_word(parse_record({"id": "n", "name": "norm-groups-16"}), ("group", "norm", "groupnorm"))
+    assert not names_the_word(parse_record({"id": "b", "name": "blocks-24"}), ("block",))  # one part: its own rule
+
+
 def test_a_word_with_a_one_letter_part_names_no_run():
     """`z_loss` is not "loss", `c_attn` not "attn": what is left of such a word is not the word
     (docs/spec.md §3.5: parts of two letters or more), so it names no run."""

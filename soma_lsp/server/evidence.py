@@ -45,7 +45,7 @@ from .. import foreground
 from ..gcpause import collector_paused
 from ..knobs import Knob, canonical_value, knob_settings
 from ..records import Record
-from ..query.word_forms import forms
+from ..query.word_forms import forms, root
 from ..retrieval import LiveIndex, RetrievalQuery, ScoredRecord, tokenize
 
 #: Summed idf of the matched terms a ranked record needs to be shown unasked (lever `strength`), in
@@ -90,12 +90,18 @@ def off_the_line(tied: Sequence[ScoredRecord], near: Sequence[str]) -> list[Scor
 def names_the_word(record: Record, word: Sequence[str]) -> bool:
     """Whether a run's name holds every part of the word under the cursor (a CamelCase word's joined
     run left out): `gelu-tanh-approximation` for `gelu`, `shared-actor-critic-torso` for `Critic` —
-    teams name a run after what it changed. A word with a one-letter part names none: what is left of
-    `z_loss` or `c_attn` (`loss`, `attn`) is not the word, and names half the pool (try 67)."""
+    teams name a run after what it changed; or, for a word of several parts, its parts written as one
+    word in any form (`groupnorm-16-groups` for `GroupNorm`, `convnext-style-resblocks` for `ResBlock`).
+    A word with a one-letter part names none: what is left of `z_loss` or `c_attn` (`loss`, `attn`)
+    is not the word, and names half the pool (try 67)."""
     if any(len(t) == 1 for t in word):
         return False
     parts = [t for t in word if not any(t != u and t.startswith(u) for u in word)]
-    return bool(parts) and set(parts) <= set(tokenize(record.name))
+    named = set(tokenize(record.name))
+    if parts and set(parts) <= named:
+        return True
+    joined = "".join(parts)  # `groupnorm-16-groups` for `GroupNorm`, `convnext-style-resblocks` for `ResBlock`
+    return len(parts) > 1 and any(t == joined or root(t) == root(joined) for t in named)
 
 
 def with_forms(index: LiveIndex, query: RetrievalQuery, near: Sequence[str]) -> RetrievalQuery:
