@@ -210,6 +210,9 @@ def test_the_settings_of_a_text_are_read_once_per_text():
                      (2, "lr = 3e-4", line_knobs("lr = 3e-4")))
     assert setting_lines("".join(text)) is found  # the same text (another string): read once
     assert setting_lines(text.replace("3e-4", "1e-3"))[1][2] == (("lr", "0.001", "1e-3"),)
+    assert setting_lines("beta_schedule: linear\n") == ()  # code: a bare word is a name
+    assert setting_lines("beta_schedule: linear\n", config=True) == ((0, "beta_schedule: linear",
+                                                                        (("beta_schedule", "linear", "linear"),)),)
 
 
 def named_index():
