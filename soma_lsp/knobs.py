@@ -53,13 +53,14 @@ _ASSIGNED = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w{0,63})\s*(?::
                        r"([^\s,;()\[\]{}#]{1,64})")
 
 
-def line_settings(line: str) -> dict[str, Knob]:
+def line_settings(line: str, config: bool = False) -> dict[str, Knob]:
     """The settings a line of code or config makes: `key=value` and `key: value` as in
     `knob_settings`, plus annotated and attribute assignments (`rope_theta: float = 1e6`,
-    `config.ema_decay = 0.9999` → `ema_decay`). A value that is itself a name (`= theta`) is no
-    setting."""
-    code = line.split("#", 1)[0] if "=" in line else line
-    found = {k: v for k, v in knob_settings(code).items() if _literal(v.text)}
+    `config.ema_decay = 0.9999` → `ema_decay`). In code a value that is itself a name (`= theta`) is
+    no setting; in a config file (`config`) a bare word is a value like any other (`prediction: v`,
+    `beta_schedule: cosine` are YAML strings)."""
+    code = line.split("#", 1)[0] if "=" in line or config else line
+    found = {k: v for k, v in knob_settings(code).items() if config or _literal(v.text)}
     for key, value in _ASSIGNED.findall(code):
         if _literal(value):
             found[key.lower()] = Knob(canonical_value(value), value)

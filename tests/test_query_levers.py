@@ -124,6 +124,35 @@ def test_line_settings_read_code_and_config_assignments():
     assert line_settings("if a == 3:") == {}
 
 
+def test_a_bare_word_is_a_setting_in_a_config_file_not_in_code():
+    assert line_settings("prediction: v", config=True)["prediction"].value == "v"
+    assert line_settings("  beta_schedule: Cosine  # the ADM default", config=True)["beta_schedule"].value == "cosine"
+    assert line_settings("prediction: v") == {}  # in code a bare word is a name
+    assert line_settings("    theta: float = theta") == {}
+    built = build_query("num_timesteps: 1000\nbeta_schedule: cosine\n", "conf/diffusion.yaml",
+                        position=(1, 3), scope="find")
+    assert built.hints.settings == (("beta_schedule", "cosine", "cosine"),) and built.hints.knob == ""
+
+
+def test_find_in_a_config_file_asks_the_whole_file_with_the_cursors_line_in_focus():
+    source = "beta_schedule: cosine\nprediction: v\ncond_drop_prob: 0.1\n"
+    built = build_query(source, "conf/diffusion.yaml", position=(1, 3), scope="find")
+    assert built.basis == "file" and "cond" in built.text.split()
+    assert built.hints.focus == ("prediction",)  # (one-letter terms are no terms)
+    assert build_query(source, "conf/diffusion.yaml", position=(1, 3), scope="find",
+                       levers=replace(ALL_ON, cursor=False)).hints.focus == ()
+
+
+def test_the_word_under_the_cursor_is_a_knob_unless_its_line_sets_it():
+    source = "def guided(cond, uncond, guidance_scale=3.0):\n    return uncond + guidance_scale * (cond - uncond)\n"
+    body = build_query(source, "sample.py", position=(1, 20), scope="find")
+    assert body.hints.knob == "guidance_scale" and body.hints.settings == ()
+    signature = build_query(source, "sample.py", position=(0, 30), scope="find")
+    assert signature.hints.knob == "" and signature.hints.settings[0][0] == "guidance_scale"
+    assert build_query(source, "sample.py", position=(1, 20), scope="find",
+                       levers=replace(ALL_ON, knob=False)).hints.knob == ""
+
+
 def test_every_alias_group_says_where_it_comes_from():
     from pathlib import Path
 

@@ -140,6 +140,38 @@ def test_the_runs_about_a_knob_come_before_a_passing_mention_each_with_its_sweep
     assert labels["lr-high"].startswith("same knob: lr = 1e-3")
 
 
+def test_a_run_named_after_the_value_it_set_is_about_that_knob():
+    raw = [{"id": "w128", "name": "width-128", "status": "regressed", "notes": "model_channels=128; arm of the width sweep",
+            "finished_at": "2025-02-01T00:00:00Z", "conclusion": "base width 128 is 2 FID behind"},
+           {"id": "drop", "name": "dropout-0.3", "notes": "dropout=0.3, model_channels=128 as in width-128",
+            "finished_at": "2025-02-01T00:00:00Z", "conclusion": "dropout 0.3 underfits"}]
+    hints = Hints(settings=(("model_channels", "192.0", "192"),))
+    related = find_related(with_fillers(raw), query("dropout underfits"), (), min_score=0.3, limit=None,
+                           hints=hints, levers=replace(ALL_ON, siblings=False))
+    assert ids(related)[0] == "w128"  # its name holds the 128 it set; the dropout run only mentions it
+    assert dict(related.labels)["w128"] == "same knob: model_channels = 128 (here 192)"
+    assert "drop" not in dict(related.labels)
+
+
+def test_the_knob_under_the_cursor_brings_the_runs_that_set_it():
+    raw = [{"id": "w3", "name": "cfg-w-3", "notes": "guidance_scale=3.0; arm of the guidance sweep",
+            "finished_at": "2025-11-01T00:00:00Z", "conclusion": "weight 3 gives the sharpest samples"},
+           {"id": "w5", "name": "cfg-w-5", "status": "regressed", "notes": "guidance_scale=5.0",
+            "finished_at": "2025-11-01T00:00:00Z", "conclusion": "weight 5 oversaturates"},
+           {"id": "drop", "name": "label-drop-0.1", "notes": "cond_drop_prob=0.1, guidance_scale=3.0",
+            "finished_at": "2025-10-01T00:00:00Z", "conclusion": "the unconditional branch at 10% of the batch"},
+           {"id": "other", "name": "uncond-branch-width", "finished_at": "2026-10-01T00:00:00Z",
+            "conclusion": "a narrower unconditional branch for guidance sampling", "notes": "uncond cond guidance"}]
+    ask = query("uncond cond guidance scale")
+    pointed = find_related(with_fillers(raw), ask, (), min_score=0.3, limit=None,
+                           hints=Hints(knob="guidance_scale"), levers=replace(ALL_ON, siblings=False))
+    assert ids(pointed)[:2] == ["w3", "w5"]  # named after the values they set; the label-drop run only mentions one
+    assert dict(pointed.labels)["w5"] == "sets guidance_scale = 5.0" and "drop" not in dict(pointed.labels)
+    off = find_related(with_fillers(raw), ask, (), min_score=0.3, limit=None, hints=Hints(knob="guidance_scale"),
+                       levers=replace(ALL_ON, siblings=False, knob=False))
+    assert ids(off)[0] == "other"
+
+
 def test_the_word_under_the_cursor_is_evidence_enough_when_asked_not_in_a_hover():
     idx = index()
     ask = query("checkpointing banana")  # only r5 holds "checkpointing": one matched term
@@ -178,6 +210,9 @@ def test_the_settings_of_a_text_are_read_once_per_text():
                      (2, "lr = 3e-4", line_knobs("lr = 3e-4")))
     assert setting_lines("".join(text)) is found  # the same text (another string): read once
     assert setting_lines(text.replace("3e-4", "1e-3"))[1][2] == (("lr", "0.001", "1e-3"),)
+    assert setting_lines("beta_schedule: linear\n") == ()  # code: a bare word is a name
+    assert setting_lines("beta_schedule: linear\n", config=True) == ((0, "beta_schedule: linear",
+                                                                        (("beta_schedule", "linear", "linear"),)),)
 
 
 def named_index():
@@ -207,6 +242,13 @@ def test_names_the_word_asks_for_every_part_of_it():
     assert names_the_word(record, ("actor", "critic", "actorcritic"))  # a CamelCase word by its parts
     assert not names_the_word(record, ("critic", "head"))
     assert not names_the_word(record, ())
+
+
+def test_a_run_naming_the_word_as_one_compound_names_it():
+    assert names_the_word(parse_record({"id": "g", "name": "groupnorm-16-groups"}), ("group", "norm", "groupnorm"))
+    assert names_the_word(parse_record({"id": "r", "name": "convnext-style-resblocks"}), ("res", "block", "resblock"))
+    assert not names_the_word(parse_record({"id": "n", "name": "norm-groups-16"}), ("group", "norm", "groupnorm"))
+    assert not names_the_word(parse_record({"id": "b", "name": "blocks-24"}), ("block",))  # one part: its own rule
 
 
 def test_a_word_with_a_one_letter_part_names_no_run():

@@ -84,13 +84,16 @@ class Hints:
     the word under the cursor (lever `cursor`: a record matching it is evidence enough for
     find-related), ``in_body`` whether the cursor's line lies in the scope's body rather than on its
     name line (lever `tie_focus`: a tie to the enclosing definition is about that definition, not
-    about a line of its body)."""
+    about a line of its body), ``knob`` the word under the cursor when its line sets no value for it
+    (lever `knob`: the runs that set that knob, named after it or its value, are what it points at —
+    `guidance_scale` in `uncond + guidance_scale * (cond - uncond)`)."""
 
     focus: tuple[str, ...] = ()
     settings: tuple[tuple[str, str, str], ...] = ()
     aliases: tuple[tuple[str, ...], ...] = ()
     word: tuple[str, ...] = ()
     in_body: bool = False
+    knob: str = ""
 
     @property
     def near(self) -> tuple[str, ...]:
@@ -243,23 +246,24 @@ def _near_aliases(text: str, focus: tuple[str, ...], word: str | None, names: li
 
 def _line_names(doc, pos: Position | None, basis: str, levers: Levers) -> list[str]:
     """The identifiers of the cursor's own line, when the scope is larger than that line."""
-    if not levers.cursor or pos is None or basis not in ("definition", "statement"):
+    if not levers.cursor or pos is None or basis not in ("definition", "statement", "file"):
         return []
     line = doc.index.lines[pos[0]] if 0 <= pos[0] < len(doc.index.lines) else ""
     return _identifiers(line, code_noise(doc.lang) | STOP_WORDS)
 
 
-def line_knobs(line: str) -> tuple[tuple[str, str, str], ...]:
-    """The (knob, canonical value, as written) a line of code or config sets (`soma_lsp.knobs`), by
-    the knob's last name (`config.ema_decay` → `ema_decay`): what lever `knob` compares with records."""
-    return tuple((key.rsplit(".", 1)[-1], knob.value, knob.text) for key, knob in line_settings(line).items()
-                 if "." not in key)
+def line_knobs(line: str, config: bool = False) -> tuple[tuple[str, str, str], ...]:
+    """The (knob, canonical value, as written) a line of code or of a config file (`config`) sets
+    (`soma_lsp.knobs`), by the knob's last name (`config.ema_decay` → `ema_decay`): what lever `knob`
+    compares with records."""
+    return tuple((key.rsplit(".", 1)[-1], knob.value, knob.text)
+                 for key, knob in line_settings(line, config).items() if "." not in key)
 
 
 def _line_settings(doc, pos: Position | None, levers: Levers) -> tuple[tuple[str, str, str], ...]:
     if not levers.knob or pos is None or not 0 <= pos[0] < len(doc.index.lines):
         return ()
-    return line_knobs(doc.index.lines[pos[0]])
+    return line_knobs(doc.index.lines[pos[0]], doc.lang in CONFIG_LANGUAGES)
 
 
 def build_query(
@@ -333,10 +337,13 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
                                  focus, word, names, levers)
     cls = _class_of(doc, scope_def) if levers.class_bag and basis == "definition" else None
     arch = _bag(doc, start, end, whole=basis == "file", cls=cls)
+    settings = _line_settings(doc, pos, levers)
+    pointed = word if levers.knob and word and word.lower() not in {knob for knob, _, _ in settings} else ""
     return BuiltQuery(text, arch, scope_def, word, basis,
                       (index.position(start), index.position(end)), doc.lang, word_range, _ask(text, word),
-                      hints=Hints(focus, _line_settings(doc, pos, levers), groups, tuple(tokenize(word)) if word else (),
-                                  in_body=bool(focus) and scope_def is not None and pos[0] != scope_def.name_range[0][0]))
+                      hints=Hints(focus, settings, groups, tuple(tokenize(word)) if word else (),
+                                  in_body=bool(focus) and scope_def is not None and pos[0] != scope_def.name_range[0][0],
+                                  knob=pointed.lower()))
 
 
 __all__ = [

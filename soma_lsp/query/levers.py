@@ -11,7 +11,8 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   match strength: the idf of the matched terms (one idea's aliases once) must add up to
   `evidence.MIN_STRENGTH`, since lexical is normalised to 1 for the best match however weak it is.
 * `cursor` — the terms of the cursor's own line reorder a large scope's ranking: a record that
-  matches the line the hover is on comes before one that only matches the rest of the function;
+  matches the line the hover is on comes before one that only matches the rest of the function
+  (or of the whole file, as find-related asks in a config file, which has no definitions);
   and in find-related a record matching the word under the cursor passes the gate's evidence rule
   with that one term (the word the user points at is no coincidence).
 * `class_bag` — a method's component bag is its class's (`__init__`, `setup`, `build`, `@compact`
@@ -26,7 +27,10 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   strong evidence: the runs *about* that knob (its word in their name) come first after the ties,
   labelled "same setting", then the same knob's other values, then runs that mention the same
   setting in passing; and a line setting the value a dead end about the knob ran with gets a
-  dead-end warning (docs/spec.md §4.5).
+  dead-end warning (docs/spec.md §4.5). A run is about a knob when a distinctive word of it or the
+  value it set is in its name (`width-128` for `model_channels=128`); in a config file a bare word is
+  a value (`prediction: v`); and the word under the cursor, when its line sets no value for it, is a
+  knob too: the runs about it come in the tier (`guidance_scale` in `uncond + guidance_scale * …`).
 * `siblings` — records of the same experiment as a tier's, a tied or the top record (same name stem
   at another setting, "re-run of" its name) follow it right after it.
 * `dead_ends` — a dead end hardly ages: the gate and the order read a dead end's score with 0.75 of
@@ -35,8 +39,9 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
 * `old_runs` — any other run ages less: the gate and the order give it back a quarter of the
   recency it lost (`standing.OLD_RUN_SHARE`) — the run that set today's value long ago still bears on it.
 * `named` — in find-related (asked, not a hover), a run whose name holds the word under the cursor
-  (`gelu-tanh-approximation` for `gelu`) passes the score gate and moves up by `evidence.NAME_BONUS`:
-  teams name a run after what it changed.
+  (`gelu-tanh-approximation` for `gelu`; `groupnorm-16-groups` for `GroupNorm`, its parts as one
+  word) passes the score gate and moves up by `evidence.NAME_BONUS`: teams name a run after what it
+  changed.
 * `forms` — a word near the cursor (its line, the word under it) that no record spells as the code
   does is asked in the pool's spellings of it too (`initializer` → `initialised`, `normalize` →
   `normalisation`; `word_forms`, a handful of English suffixes and -ise/-ize). Expanding every

@@ -43,9 +43,9 @@ from dataclasses import replace
 
 from .. import foreground
 from ..gcpause import collector_paused
-from ..knobs import knob_settings
+from ..knobs import Knob, canonical_value, knob_settings
 from ..records import Record
-from ..query.word_forms import forms
+from ..query.word_forms import forms, root
 from ..retrieval import LiveIndex, RetrievalQuery, ScoredRecord, tokenize
 
 #: Summed idf of the matched terms a ranked record needs to be shown unasked (lever `strength`), in
@@ -90,12 +90,18 @@ def off_the_line(tied: Sequence[ScoredRecord], near: Sequence[str]) -> list[Scor
 def names_the_word(record: Record, word: Sequence[str]) -> bool:
     """Whether a run's name holds every part of the word under the cursor (a CamelCase word's joined
     run left out): `gelu-tanh-approximation` for `gelu`, `shared-actor-critic-torso` for `Critic` —
-    teams name a run after what it changed. A word with a one-letter part names none: what is left of
-    `z_loss` or `c_attn` (`loss`, `attn`) is not the word, and names half the pool (try 67)."""
+    teams name a run after what it changed; or, for a word of several parts, its parts written as one
+    word in any form (`groupnorm-16-groups` for `GroupNorm`, `convnext-style-resblocks` for `ResBlock`).
+    A word with a one-letter part names none: what is left of `z_loss` or `c_attn` (`loss`, `attn`)
+    is not the word, and names half the pool (try 67)."""
     if any(len(t) == 1 for t in word):
         return False
     parts = [t for t in word if not any(t != u and t.startswith(u) for u in word)]
-    return bool(parts) and set(parts) <= set(tokenize(record.name))
+    named = set(tokenize(record.name))
+    if parts and set(parts) <= named:
+        return True
+    joined = "".join(parts)  # `groupnorm-16-groups` for `GroupNorm`, `convnext-style-resblocks` for `ResBlock`
+    return len(parts) > 1 and any(t == joined or root(t) == root(joined) for t in named)
 
 
 def with_forms(index: LiveIndex, query: RetrievalQuery, near: Sequence[str]) -> RetrievalQuery:
@@ -359,6 +365,11 @@ def _build(index: LiveIndex, version: int) -> _Table:
 
 def knob_tier(index: LiveIndex, settings: Sequence[tuple[str, str, str]]) -> list[tuple[str, str]]:
     """(record id, label) of the records setting a knob of the cursor's line: same value first."""
+    return [(record_id, label) for record_id, label, _, _ in _knob_matches(index, settings)]
+
+
+def _knob_matches(index: LiveIndex, settings: Sequence[tuple[str, str, str]]) -> list[tuple[str, str, str, Knob]]:
+    """`knob_tier` with the knob and the record's value: (record id, label, knob, Knob)."""
     table = _table(index)
     if not settings or table is None:
         return []
@@ -368,41 +379,59 @@ def knob_tier(index: LiveIndex, settings: Sequence[tuple[str, str, str]]) -> lis
     for knob, value, written, theirs in rows:
         for record_id, their_value, their_text in theirs:
             if their_value == value:
-                same.append((record_id, f"same setting: {knob} = {their_text}"))
+                same.append((record_id, f"same setting: {knob} = {their_text}", knob, Knob(their_value, their_text)))
             else:
-                other.append((record_id, f"same knob: {knob} = {their_text} (here {written})"))
-    first: dict[str, str] = {}
-    for record_id, label in same + other:
-        first.setdefault(record_id, label)
-    return list(first.items())
+                other.append((record_id, f"same knob: {knob} = {their_text} (here {written})", knob,
+                              Knob(their_value, their_text)))
+    first: dict[str, tuple[str, str, str, Knob]] = {}
+    for match in same + other:
+        first.setdefault(match[0], match)
+    return list(first.values())
 
 
 #: Knob words too generic to say what a run is about (`num_layers` is not about `num-envs-8`).
 _GENERIC_KNOB_WORDS = frozenset({"num", "n", "max", "min", "use", "init", "size", "dim", "steps", "rate"})
 
 
-def is_about(record: Record | None, knob: str) -> bool:
+def is_about(record: Record | None, knob: str, value: Knob | None = None) -> bool:
     """Whether a run is about a knob: a distinctive word of the knob is in its name (`lr-3e-4-1b`,
-    `warmup-2000` for `warmup_steps`) — a run of that setting, or an arm of its sweep."""
+    `warmup-2000` for `warmup_steps`) — a run of that setting, or an arm of its sweep; or the value
+    it set the knob to (`value`) is, as written or as a number (`width-128` setting
+    `model_channels=128`, `cfg-w-3` setting `guidance_scale=3.0`): teams name a run after the setting
+    it tried, in their own word for the knob."""
     if record is None:
         return False
-    words = set(re.split(r"[-_\s]+", record.name.lower()))
-    return bool(words.intersection(w for w in knob.lower().split("_") if w not in _GENERIC_KNOB_WORDS))
+    name = record.name.lower()
+    parts = re.split(r"[-_\s]+", name)
+    if set(parts).intersection(w for w in knob.lower().split("_") if w not in _GENERIC_KNOB_WORDS):
+        return True
+    if value is None or not value.text:
+        return False
+    return (re.search(rf"(?<![\w.]){re.escape(value.text.lower())}(?![\w.])", name) is not None
+            or any(canonical_value(part) == value.value for part in parts if part[:1].isdigit()))
 
 
-def knob_front(index: LiveIndex, settings: Sequence[tuple[str, str, str]]) -> list[tuple[str, str]]:
+def knob_front(index: LiveIndex, settings: Sequence[tuple[str, str, str]], pointed: str = "") -> list[tuple[str, str]]:
     """The knob tier as shown first (lever `knob`): the records about a knob of the cursor's line
-    (`is_about`), the same value first, then its other values; then the records that only mention
-    the same setting in passing (a note saying `lr=3e-4` of a run about something else). A record
-    mentioning another value in passing is no evidence: it keeps its place in the ranking."""
+    (`is_about`), the same value first, then its other values; then the records about the knob the
+    cursor points at (`pointed`, a word its line sets no value for); then the records that only
+    mention the same setting in passing (a note saying `lr=3e-4` of a run about something else). A
+    record mentioning another value in passing is no evidence: it keeps its place in the ranking."""
     knobs = [knob for knob, _, _ in settings]
     about, passing = [], []
-    for record_id, label in knob_tier(index, settings):
+    for record_id, label, knob, value in _knob_matches(index, settings):
         record = index.get(record_id)
-        if any(is_about(record, knob) for knob in knobs):
+        if any(is_about(record, k) for k in knobs) or is_about(record, knob, value):
             about.append((record_id, label))
         elif label.startswith("same setting"):
             passing.append((record_id, label))
+    table = _table(index) if pointed else None
+    if table is not None:
+        with _lock:
+            rows = sorted(table.knob_rows(pointed))
+        seen = {record_id for record_id, _ in about}
+        about += [(record_id, f"sets {pointed} = {text}") for record_id, value, text in rows
+                  if record_id not in seen and is_about(index.get(record_id), pointed, Knob(value, text))]
     return about + passing
 
 

@@ -226,7 +226,7 @@ def arrange(index: LiveIndex, query: RetrievalQuery, tied: Sequence[ScoredRecord
         ranked = [s for s in ranked if evidence.strong(s, idf, hints.aliases, n_records=len(index))]
     if levers.cursor:
         ranked = evidence.focus_order(ranked, hints.focus, key=order, word=hints.word, aliases=hints.aliases)
-    knobs = evidence.knob_front(index, hints.settings) if levers.knob else []
+    knobs = evidence.knob_front(index, hints.settings, hints.knob) if levers.knob else []
     tiers = Tiers(index, {s.record.id for s in tied}, levers.siblings, dict(knobs))
     for record_id, _ in knobs:
         tiers.place(record_id)

@@ -28,7 +28,8 @@ from functools import lru_cache, partial
 from lsprotocol import types as lsp
 
 from ...pool import normalize
-from ...query import definitions, find_definition, index_to_utf16, line_knobs, split_lines
+from ...query import definitions, find_definition, index_to_utf16, language_for_path, line_knobs, split_lines
+from ...query.languages import CONFIG_LANGUAGES
 from ...records import Record
 from ...retrieval import dead_end_reason, is_dead_end
 from .. import convert, evidence
@@ -120,15 +121,16 @@ def _in_pool(snap: Snapshot) -> bool:
 
 
 @lru_cache(maxsize=16)
-def setting_lines(source: str) -> tuple[tuple[int, str, tuple[tuple[str, str, str], ...]], ...]:
+def setting_lines(source: str, config: bool = False) -> tuple[tuple[int, str, tuple[tuple[str, str, str], ...]], ...]:
     """(line number, line, what it sets: `line_knobs`) of each line of a text that sets a knob, read
     once per text: every pool change asks again for every open document, and reading each line of a
     200-line model file took ≈ 1.6 ms of the 10 a pool change → warnings may take (docs/benchmarks.md
-    § LSP). (Keyed by the text itself, as `query.document`'s parses: a string keeps its hash.)"""
+    § LSP). (Keyed by the text itself, as `query.document`'s parses: a string keeps its hash.) In a
+    config file (`config`) a bare word is a value too (`beta_schedule: linear`), as for lever `knob`."""
     found = []
     for number, line in enumerate(split_lines(source)):
         if len(line) <= MAX_SETTING_LINE and ("=" in line or ":" in line):
-            settings = line_knobs(line)
+            settings = line_knobs(line, config)
             if settings:
                 found.append((number, line, settings))
     return tuple(found)
@@ -140,7 +142,9 @@ def knob_dead_ends(snap: Snapshot) -> list[lsp.Diagnostic]:
     if severity not in SEVERITY or not snap.settings.levers.knob or not len(snap.index) or _in_pool(snap):
         return []
     out = []
-    for number, line, settings in setting_lines(snap.document.source):
+    path = snap.document.path
+    config = path is not None and language_for_path(path) in CONFIG_LANGUAGES
+    for number, line, settings in setting_lines(snap.document.source, config):
         for knob, value, written in settings:
             for record_id, label in evidence.knob_tier(snap.index, [(knob, value, written)]):
                 record = snap.index.get(record_id)
