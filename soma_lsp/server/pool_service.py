@@ -36,7 +36,7 @@ from ..pool.trackers.follow import TrackerFollower
 from ..retrieval import LiveIndex, RetrievalQuery
 from . import convert, settings as settings_module
 from .progress import IndexingProgress
-from .session import Session
+from .session import Session, to_the_minute
 from .settings import Settings
 from .timing import POOL_REFRESH_DELAY
 
@@ -187,7 +187,7 @@ class PoolService:
         components and in one that does not — made before the load is said to be over, not by the
         first hover after it (`LiveIndex.warm`; never raises: the first query makes it otherwise)."""
         settings = self.session.settings
-        now = self.session.now().replace(second=0, microsecond=0)  # (as a hover asks: to the minute)
+        now = to_the_minute(self.session.now())
         shapes = [RetrievalQuery(text="warm", architecture=bag, now=now, half_life_days=settings.half_life_days,
                                  weights=settings.weights) for bag in (("warm",), None)]
         try:

@@ -59,6 +59,12 @@ def capability(capabilities: Any, dotted: str, default: Any = None) -> Any:
     return default if value is None else value
 
 
+def to_the_minute(now: datetime) -> datetime:
+    """A hover's time: ages and recency to the minute, so that hovers share the index's work for a
+    `now` (and the warming at the end of a load makes it for the minute hovers will ask)."""
+    return now.replace(second=0, microsecond=0)
+
+
 @dataclass(frozen=True, slots=True)
 class Document:
     """One document as it is now (its text is never edited in place)."""

@@ -21,7 +21,7 @@ from .. import convert
 from ..guard import contained
 from ..ids import id_at
 from ..related import HOVER_COUNT_CAP, Related, find_related, tied_records
-from ..session import Session, Snapshot
+from ..session import Session, Snapshot, to_the_minute
 from ..hover_view import HoverView, render_markdown, render_plain
 
 
@@ -40,7 +40,7 @@ class Prepared:
 def prepare(snap: Snapshot, position: tuple[int, int]) -> Prepared:
     """Step one: the card of an id under the cursor, else the query and the ties."""
     index, doc = snap.index, snap.document
-    now = snap.now.replace(second=0, microsecond=0)  # ages and recency to the minute: hovers can share work
+    now = to_the_minute(snap.now)
     found = id_at(index, doc.source, position)
     if found is not None:
         record_id, span = found
