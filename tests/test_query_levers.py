@@ -131,7 +131,7 @@ def test_a_bare_word_is_a_setting_in_a_config_file_not_in_code():
     assert line_settings("    theta: float = theta") == {}
     built = build_query("num_timesteps: 1000\nbeta_schedule: cosine\n", "conf/diffusion.yaml",
                         position=(1, 3), scope="find")
-    assert built.hints.settings == (("beta_schedule", "cosine", "cosine"),) and built.hints.knob == ""
+    assert built.hints.settings == (("beta_schedule", "cosine", "cosine"),) and built.hints.knob == "beta_schedule"
 
 
 def test_find_in_a_config_file_asks_the_whole_file_with_the_cursors_line_in_focus():
@@ -143,12 +143,12 @@ def test_find_in_a_config_file_asks_the_whole_file_with_the_cursors_line_in_focu
                        levers=replace(ALL_ON, cursor=False)).hints.focus == ()
 
 
-def test_the_word_under_the_cursor_is_a_knob_unless_its_line_sets_it():
+def test_the_word_under_the_cursor_is_the_knob_it_points_at():
     source = "def guided(cond, uncond, guidance_scale=3.0):\n    return uncond + guidance_scale * (cond - uncond)\n"
     body = build_query(source, "sample.py", position=(1, 20), scope="find")
     assert body.hints.knob == "guidance_scale" and body.hints.settings == ()
     signature = build_query(source, "sample.py", position=(0, 30), scope="find")
-    assert signature.hints.knob == "" and signature.hints.settings[0][0] == "guidance_scale"
+    assert signature.hints.knob == "guidance_scale" and signature.hints.settings[0][0] == "guidance_scale"
     assert build_query(source, "sample.py", position=(1, 20), scope="find",
                        levers=replace(ALL_ON, knob=False)).hints.knob == ""
 

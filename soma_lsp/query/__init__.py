@@ -84,9 +84,10 @@ class Hints:
     the word under the cursor (lever `cursor`: a record matching it is evidence enough for
     find-related), ``in_body`` whether the cursor's line lies in the scope's body rather than on its
     name line (lever `tie_focus`: a tie to the enclosing definition is about that definition, not
-    about a line of its body), ``knob`` the word under the cursor when its line sets no value for it
-    (lever `knob`: the runs that set that knob, named after it or its value, are what it points at —
-    `guidance_scale` in `uncond + guidance_scale * (cond - uncond)`)."""
+    about a line of its body), ``knob`` the word under the cursor, lower-cased (lever `knob`: when its
+    line sets no value for it, the runs that set that knob, named after it or its value, are what it
+    points at — `guidance_scale` in `uncond + guidance_scale * (cond - uncond)`; when its line sets
+    several knobs, the one under the cursor is the one asked)."""
 
     focus: tuple[str, ...] = ()
     settings: tuple[tuple[str, str, str], ...] = ()
@@ -338,12 +339,11 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
     cls = _class_of(doc, scope_def) if levers.class_bag and basis == "definition" else None
     arch = _bag(doc, start, end, whole=basis == "file", cls=cls)
     settings = _line_settings(doc, pos, levers)
-    pointed = word if levers.knob and word and word.lower() not in {knob for knob, _, _ in settings} else ""
     return BuiltQuery(text, arch, scope_def, word, basis,
                       (index.position(start), index.position(end)), doc.lang, word_range, _ask(text, word),
                       hints=Hints(focus, settings, groups, tuple(tokenize(word)) if word else (),
                                   in_body=bool(focus) and scope_def is not None and pos[0] != scope_def.name_range[0][0],
-                                  knob=pointed.lower()))
+                                  knob=word.lower() if levers.knob and word else ""))
 
 
 __all__ = [
