@@ -35,6 +35,7 @@ core's ``RetrievalQuery``. Callers above never re-tokenise or edit a query.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -245,6 +246,16 @@ def _near_aliases(text: str, focus: tuple[str, ...], word: str | None, names: li
     return " ".join(dict.fromkeys(text.split() + expanded[len(near):])), groups
 
 
+def _with_line(text: str, focus: Sequence[str]) -> str:
+    """The scope's text with the terms of the cursor's line it leaves out (lever `cursor`): the
+    scope's text skips string literals, but on the line the user points at a string often names a
+    parameter or a knob — `self.param("log_std", …)`, `"pos_bias" in name`, `cfg["clip_eps"]` — and
+    the records about it say so in those words (docs/benchmarks.md § Quality, try 97)."""
+    present = set(text.split())
+    missing = [t for t in dict.fromkeys(focus) if t not in present]
+    return f"{text} {' '.join(missing)}" if missing else text
+
+
 def _line_names(doc, pos: Position | None, basis: str, levers: Levers) -> list[str]:
     """The identifiers of the cursor's own line, when the scope is larger than that line."""
     if not levers.cursor or pos is None or basis not in ("definition", "statement", "file"):
@@ -334,7 +345,8 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
                 basis = "line"
     names = _line_names(doc, pos, basis, levers) if scope != "lens" else []
     focus = tuple(terms_text(names).split())  # the terms of the cursor's own line
-    text, groups = _near_aliases(_text(doc, start, end, text_start, scope_def if basis == "definition" else None),
+    text, groups = _near_aliases(_with_line(_text(doc, start, end, text_start,
+                                                  scope_def if basis == "definition" else None), focus),
                                  focus, word, names, levers)
     cls = _class_of(doc, scope_def) if levers.class_bag and basis == "definition" else None
     arch = _bag(doc, start, end, whole=basis == "file", cls=cls)
