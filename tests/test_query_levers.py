@@ -177,3 +177,10 @@ def test_a_string_on_the_cursors_line_is_asked_elsewhere_in_the_scope_it_is_not(
     assert "std" not in elsewhere.text.split()
     no_cursor = build_query(source, "net.py", position=(3, 6), scope="find", levers=replace(ALL_ON, cursor=False))
     assert "std" not in no_cursor.text.split()
+
+
+def test_a_speech_name_asks_for_the_words_of_its_paper():
+    source = "def conv_module(self, x):\n    x = F.glu(self.pointwise_conv1(x), dim=1)\n    return self.depthwise(x)\n"
+    on_glu = build_query(source, "conformer.py", position=(1, 12), scope="find")
+    assert {"gated", "unit"} <= set(on_glu.text.split())  # `F.glu`: the gated linear unit
+    assert "gated" not in build_query(source, "conformer.py", position=(2, 17), scope="find").text.split()
