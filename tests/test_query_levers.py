@@ -184,3 +184,21 @@ def test_a_speech_name_asks_for_the_words_of_its_paper():
     on_glu = build_query(source, "conformer.py", position=(1, 12), scope="find")
     assert {"gated", "unit"} <= set(on_glu.text.split())  # `F.glu`: the gated linear unit
     assert "gated" not in build_query(source, "conformer.py", position=(2, 17), scope="find").text.split()
+
+
+def test_a_class_name_line_holds_the_settings_its_constructor_takes():
+    source = ("class LogMel(nn.Module):\n"
+              "    def __init__(self, sample_rate, n_fft: int = 512,\n"
+              "                 hop_length=160, dither=1e-5):\n"
+              "        super().__init__()\n"
+              "        self.window = torch.hann_window(n_fft)\n"
+              "\n"
+              "    def forward(self, x, eps=1e-6):\n"
+              "        return self.window * x\n")
+    on_name = build_query(source, "f.py", position=(0, 8), scope="find")
+    assert {"hop", "length", "dither", "fft"} <= set(on_name.hints.focus)
+    assert "sample" not in on_name.hints.focus and "eps" not in on_name.hints.focus  # no default / not its constructor
+    in_body = build_query(source, "f.py", position=(4, 12), scope="find")
+    assert "dither" not in in_body.hints.focus
+    assert build_query(source, "f.py", position=(0, 8), scope="find",
+                       levers=replace(ALL_ON, cursor=False)).hints.focus == ()

@@ -35,6 +35,7 @@ core's ``RetrievalQuery``. Callers above never re-tokenise or edit a query.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -256,6 +257,24 @@ def _with_line(text: str, focus: Sequence[str]) -> str:
     return f"{text} {' '.join(missing)}" if missing else text
 
 
+_DEFAULTED = re.compile(r"([A-Za-z_]\w*)\s*(?::[^=,()]*)?=(?!=)")
+
+
+def _constructor_settings(doc, cls: Definition) -> list[str]:
+    """The parameters with a default of a class's `__init__` (`n_mels=80, hop_length=160`): on the
+    class's name line they join the line's names (lever `cursor`) — the line names the class, and
+    what a run changes in it is one of the settings it takes, while the class's body is full of
+    plumbing words (`conv`, `norm`, `module`) that runs about other parts share (docs/benchmarks.md
+    § Quality, try 103). Only the line's bonus: taking them as the line's settings (the knob tier,
+    try 49) cost the first set."""
+    init = next((d for d in doc.defs if d.qualname == f"{cls.qualname}.__init__"), None)
+    if init is None:
+        return []
+    head = doc.source[doc.index.offset(init.name_range[0]):init.offsets[1]]
+    end = head.find("):")
+    return [p for p in _DEFAULTED.findall(head[:end] if end >= 0 else head.split("\n", 1)[0]) if len(p) > 1]
+
+
 def _line_names(doc, pos: Position | None, basis: str, levers: Levers) -> list[str]:
     """The identifiers of the cursor's own line, when the scope is larger than that line."""
     if not levers.cursor or pos is None or basis not in ("definition", "statement", "file"):
@@ -344,6 +363,8 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
                 end = start + len(index.lines[row]) if row < len(index.lines) else n
                 basis = "line"
     names = _line_names(doc, pos, basis, levers) if scope != "lens" else []
+    if names and scope_def is not None and scope_def.kind == "class" and pos[0] == scope_def.name_range[0][0]:
+        names += _constructor_settings(doc, scope_def)
     focus = tuple(terms_text(names).split())  # the terms of the cursor's own line
     text, groups = _near_aliases(_with_line(_text(doc, start, end, text_start,
                                                   scope_def if basis == "definition" else None), focus),
