@@ -25,7 +25,7 @@ WORKSPACES = ("llm_torch", "vit_flax", "ppo_keras")
 FRESH = ("neox_torch", "ppo_jax", "unet_hydra", "asr_lightning")
 #: The fresh workspaces no lever has been fitted to (a subset of FRESH): once a fresh workspace's misses
 #: are read to find a lever it is tune data, reported as `fresh`; these are reported as `untouched`.
-#: None at the moment: `asr_lightning`'s misses were read in the seventh round (docs/benchmarks.md §
+#: None at the moment: `asr_lightning`'s misses were read in the eighth round (docs/benchmarks.md §
 #: Quality, tries 94–), so it is tune data from then on.
 UNTOUCHED: tuple[str, ...] = ()
 ANCHOR = datetime(2026, 12, 1, tzinfo=timezone.utc)

@@ -34,6 +34,7 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   value it set is in its name (`width-128` for `model_channels=128`); in a config file a bare word is
   a value (`prediction: v`); and the word under the cursor, when its line sets no value for it, is a
   knob too: the runs about it come in the tier (`guidance_scale` in `uncond + guidance_scale * …`).
+  On a line setting several knobs (a signature's defaults) the one under the cursor is the one asked.
 * `siblings` — records of the same experiment as a tier's, a tied or the top record (same name stem
   at another setting, "re-run of" its name) follow it right after it.
 * `dead_ends` — a dead end hardly ages: the gate and the order read a dead end's score with 0.75 of
