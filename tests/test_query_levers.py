@@ -189,7 +189,7 @@ def test_a_speech_name_asks_for_the_words_of_its_paper():
 def test_a_class_name_line_holds_the_settings_its_constructor_takes():
     source = ("class LogMel(nn.Module):\n"
               "    def __init__(self, sample_rate, n_fft: int = 512,\n"
-              "                 hop_length=160, dither=1e-5):\n"
+              "                 hop_length=160, dither=1e-5) -> None:  # (a return annotation)\n"
               "        super().__init__()\n"
               "        self.window = torch.hann_window(n_fft)\n"
               "\n"

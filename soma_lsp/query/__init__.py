@@ -258,6 +258,7 @@ def _with_line(text: str, focus: Sequence[str]) -> str:
 
 
 _DEFAULTED = re.compile(r"([A-Za-z_]\w*)\s*(?::[^=,()]*)?=(?!=)")
+_SIGNATURE_END = re.compile(r"\)\s*(?:->[^\n]*)?:[ \t]*(?:#[^\n]*)?$", re.M)  # `):`, `) -> None:`
 
 
 def _constructor_settings(doc, cls: Definition) -> list[str]:
@@ -271,8 +272,8 @@ def _constructor_settings(doc, cls: Definition) -> list[str]:
     if init is None:
         return []
     head = doc.source[doc.index.offset(init.name_range[0]):init.offsets[1]]
-    end = head.find("):")
-    return [p for p in _DEFAULTED.findall(head[:end] if end >= 0 else head.split("\n", 1)[0]) if len(p) > 1]
+    end = _SIGNATURE_END.search(head)
+    return [p for p in _DEFAULTED.findall(head[:end.start()] if end else head.split("\n", 1)[0]) if len(p) > 1]
 
 
 def _line_names(doc, pos: Position | None, basis: str, levers: Levers) -> list[str]:
