@@ -233,15 +233,21 @@ def quiet_line(q: dict) -> str:
 
 
 def levers_table(configs: list[dict]) -> str:
+    """One row per configuration; the untouched columns only while some workspace is untouched."""
+    untouched = any("untouched" in c["summary"] for c in configs)
     rows = ["| configuration | all nDCG@5 | all R@3 | all MRR | tune R@3 | held-out R@3 | paraphrase R@3 "
-            "| fresh nDCG@5 | fresh R@3 | untouched nDCG@5 | untouched R@3 |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| fresh nDCG@5 | fresh R@3 |" + (" untouched nDCG@5 | untouched R@3 |" if untouched else ""),
+            "|---|---|---|---|---|---|---|---|---|" + ("---|---|" if untouched else "")]
     missing = {"ndcg5": float("nan"), "r3": float("nan")}
     for c in configs:
         s = c["summary"]
-        para, fresh, untouched = s.get("kind:paraphrase", missing)["r3"], s.get("fresh", missing), s.get("untouched", missing)
-        rows.append(f"| {c['name']} | {s['all']['ndcg5']:.3f} | {s['all']['r3']:.3f} | {s['all']['mrr']:.3f} | "
-                    f"{s['tune']['r3']:.3f} | {s['held-out']['r3']:.3f} | {para:.3f} | "
-                    f"{fresh['ndcg5']:.3f} | {fresh['r3']:.3f} | {untouched['ndcg5']:.3f} | {untouched['r3']:.3f} |")
+        para, fresh = s.get("kind:paraphrase", missing)["r3"], s.get("fresh", missing)
+        row = (f"| {c['name']} | {s['all']['ndcg5']:.3f} | {s['all']['r3']:.3f} | {s['all']['mrr']:.3f} | "
+               f"{s['tune']['r3']:.3f} | {s['held-out']['r3']:.3f} | {para:.3f} | "
+               f"{fresh['ndcg5']:.3f} | {fresh['r3']:.3f} |")
+        if untouched:
+            row += f" {s.get('untouched', missing)['ndcg5']:.3f} | {s.get('untouched', missing)['r3']:.3f} |"
+        rows.append(row)
     return "\n".join(rows)
 
 

@@ -131,7 +131,7 @@ def test_a_bare_word_is_a_setting_in_a_config_file_not_in_code():
     assert line_settings("    theta: float = theta") == {}
     built = build_query("num_timesteps: 1000\nbeta_schedule: cosine\n", "conf/diffusion.yaml",
                         position=(1, 3), scope="find")
-    assert built.hints.settings == (("beta_schedule", "cosine", "cosine"),) and built.hints.knob == ""
+    assert built.hints.settings == (("beta_schedule", "cosine", "cosine"),) and built.hints.knob == "beta_schedule"
 
 
 def test_find_in_a_config_file_asks_the_whole_file_with_the_cursors_line_in_focus():
@@ -143,12 +143,12 @@ def test_find_in_a_config_file_asks_the_whole_file_with_the_cursors_line_in_focu
                        levers=replace(ALL_ON, cursor=False)).hints.focus == ()
 
 
-def test_the_word_under_the_cursor_is_a_knob_unless_its_line_sets_it():
+def test_the_word_under_the_cursor_is_the_knob_it_points_at():
     source = "def guided(cond, uncond, guidance_scale=3.0):\n    return uncond + guidance_scale * (cond - uncond)\n"
     body = build_query(source, "sample.py", position=(1, 20), scope="find")
     assert body.hints.knob == "guidance_scale" and body.hints.settings == ()
     signature = build_query(source, "sample.py", position=(0, 30), scope="find")
-    assert signature.hints.knob == "" and signature.hints.settings[0][0] == "guidance_scale"
+    assert signature.hints.knob == "guidance_scale" and signature.hints.settings[0][0] == "guidance_scale"
     assert build_query(source, "sample.py", position=(1, 20), scope="find",
                        levers=replace(ALL_ON, knob=False)).hints.knob == ""
 
@@ -162,3 +162,43 @@ def test_every_alias_group_says_where_it_comes_from():
     rows = [line.split("|")[1] for line in doc.splitlines() if line.startswith("| `")]
     listed = {name.strip().strip("`") for row in rows for name in row.split(",")}
     assert {group[0] for group in ALIASES} == listed
+
+
+def test_a_string_on_the_cursors_line_is_asked_elsewhere_in_the_scope_it_is_not():
+    source = ('def actor(x, action_dim):\n'
+              '    """The policy head."""\n'
+              '    label = "exploration_bonus"\n'
+              '    log_scale = self.param("log_std", zeros, (action_dim,))\n'
+              '    return x + log_scale\n')
+    on_line = build_query(source, "net.py", position=(3, 6), scope="find")
+    assert {"log", "std"} <= set(on_line.text.split())  # `self.param("log_std", …)` names the parameter
+    assert "exploration" not in on_line.text.split()  # a string off the cursor's line stays out
+    elsewhere = build_query(source, "net.py", position=(4, 12), scope="find")
+    assert "std" not in elsewhere.text.split()
+    no_cursor = build_query(source, "net.py", position=(3, 6), scope="find", levers=replace(ALL_ON, cursor=False))
+    assert "std" not in no_cursor.text.split()
+
+
+def test_a_speech_name_asks_for_the_words_of_its_paper():
+    source = "def conv_module(self, x):\n    x = F.glu(self.pointwise_conv1(x), dim=1)\n    return self.depthwise(x)\n"
+    on_glu = build_query(source, "conformer.py", position=(1, 12), scope="find")
+    assert {"gated", "unit"} <= set(on_glu.text.split())  # `F.glu`: the gated linear unit
+    assert "gated" not in build_query(source, "conformer.py", position=(2, 17), scope="find").text.split()
+
+
+def test_a_class_name_line_holds_the_settings_its_constructor_takes():
+    source = ("class LogMel(nn.Module):\n"
+              "    def __init__(self, sample_rate, n_fft: int = 512,\n"
+              "                 hop_length=160, dither=1e-5) -> None:  # (a return annotation)\n"
+              "        super().__init__()\n"
+              "        self.window = torch.hann_window(n_fft)\n"
+              "\n"
+              "    def forward(self, x, eps=1e-6):\n"
+              "        return self.window * x\n")
+    on_name = build_query(source, "f.py", position=(0, 8), scope="find")
+    assert {"hop", "length", "dither", "fft"} <= set(on_name.hints.focus)
+    assert "sample" not in on_name.hints.focus and "eps" not in on_name.hints.focus  # no default / not its constructor
+    in_body = build_query(source, "f.py", position=(4, 12), scope="find")
+    assert "dither" not in in_body.hints.focus
+    assert build_query(source, "f.py", position=(0, 8), scope="find",
+                       levers=replace(ALL_ON, cursor=False)).hints.focus == ()

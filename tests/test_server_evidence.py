@@ -172,6 +172,27 @@ def test_the_knob_under_the_cursor_brings_the_runs_that_set_it():
     assert ids(off)[0] == "other"
 
 
+def test_on_a_line_setting_several_knobs_the_one_under_the_cursor_is_asked():
+    raw = [{"id": "fw15", "name": "specaug-freq-width-15", "status": "regressed", "notes": "freq_width=15, freq_masks=2.",
+            "finished_at": "2025-04-01T00:00:00Z", "conclusion": "narrower frequency masks"},
+           {"id": "tm10", "name": "specaug-time-masks-10", "notes": "time_masks=10; control of the time-masking sweep",
+            "finished_at": "2025-04-01T00:00:00Z", "conclusion": "10 masked spans is the best arm"},
+           {"id": "tm5", "name": "specaug-time-masks-5", "status": "regressed", "notes": "time_masks=5",
+            "finished_at": "2025-04-01T00:00:00Z", "conclusion": "5 masked spans overfit"}]
+    line = (("freq_masks", "2.0", "2"), ("freq_width", "27.0", "27"), ("time_masks", "10.0", "10"))
+    ask = query("freq masks width time masks")
+    idx = with_fillers(raw)
+    on_time = find_related(idx, ask, (), min_score=0.3, limit=None, hints=Hints(settings=line, knob="time_masks"),
+                           levers=replace(ALL_ON, siblings=False))
+    assert ids(on_time)[:2] == ["tm10", "tm5"] and "fw15" not in dict(on_time.labels)
+    on_freq = find_related(idx, ask, (), min_score=0.3, limit=None, hints=Hints(settings=line, knob="freq_width"),
+                           levers=replace(ALL_ON, siblings=False))
+    assert ids(on_freq)[0] == "fw15" and set(dict(on_freq.labels)) == {"fw15"}
+    elsewhere = find_related(idx, ask, (), min_score=0.3, limit=None, hints=Hints(settings=line, knob="def"),
+                             levers=replace(ALL_ON, siblings=False))
+    assert ids(elsewhere)[0] == "fw15"  # (no knob under the cursor: the whole line, same value first)
+
+
 def test_the_word_under_the_cursor_is_evidence_enough_when_asked_not_in_a_hover():
     idx = index()
     ask = query("checkpointing banana")  # only r5 holds "checkpointing": one matched term

@@ -35,6 +35,8 @@ core's ``RetrievalQuery``. Callers above never re-tokenise or edit a query.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -84,9 +86,10 @@ class Hints:
     the word under the cursor (lever `cursor`: a record matching it is evidence enough for
     find-related), ``in_body`` whether the cursor's line lies in the scope's body rather than on its
     name line (lever `tie_focus`: a tie to the enclosing definition is about that definition, not
-    about a line of its body), ``knob`` the word under the cursor when its line sets no value for it
-    (lever `knob`: the runs that set that knob, named after it or its value, are what it points at —
-    `guidance_scale` in `uncond + guidance_scale * (cond - uncond)`)."""
+    about a line of its body), ``knob`` the word under the cursor, lower-cased (lever `knob`: when its
+    line sets no value for it, the runs that set that knob, named after it or its value, are what it
+    points at — `guidance_scale` in `uncond + guidance_scale * (cond - uncond)`; when its line sets
+    several knobs, the one under the cursor is the one asked)."""
 
     focus: tuple[str, ...] = ()
     settings: tuple[tuple[str, str, str], ...] = ()
@@ -244,6 +247,35 @@ def _near_aliases(text: str, focus: tuple[str, ...], word: str | None, names: li
     return " ".join(dict.fromkeys(text.split() + expanded[len(near):])), groups
 
 
+def _with_line(text: str, focus: Sequence[str]) -> str:
+    """The scope's text with the terms of the cursor's line it leaves out (lever `cursor`): the
+    scope's text skips string literals, but on the line the user points at a string often names a
+    parameter or a knob — `self.param("log_std", …)`, `"pos_bias" in name`, `cfg["clip_eps"]` — and
+    the records about it say so in those words (docs/benchmarks.md § Quality, try 97)."""
+    present = set(text.split())
+    missing = [t for t in dict.fromkeys(focus) if t not in present]
+    return f"{text} {' '.join(missing)}" if missing else text
+
+
+_DEFAULTED = re.compile(r"([A-Za-z_]\w*)\s*(?::[^=,()]*)?=(?!=)")
+_SIGNATURE_END = re.compile(r"\)\s*(?:->[^\n]*)?:[ \t]*(?:#[^\n]*)?$", re.M)  # `):`, `) -> None:`
+
+
+def _constructor_settings(doc, cls: Definition) -> list[str]:
+    """The parameters with a default of a class's `__init__` (`n_mels=80, hop_length=160`): on the
+    class's name line they join the line's names (lever `cursor`) — the line names the class, and
+    what a run changes in it is one of the settings it takes, while the class's body is full of
+    plumbing words (`conv`, `norm`, `module`) that runs about other parts share (docs/benchmarks.md
+    § Quality, try 103). Only the line's bonus: taking them as the line's settings (the knob tier,
+    try 49) cost the first set."""
+    init = next((d for d in doc.defs if d.qualname == f"{cls.qualname}.__init__"), None)
+    if init is None:
+        return []
+    head = doc.source[doc.index.offset(init.name_range[0]):init.offsets[1]]
+    end = _SIGNATURE_END.search(head)
+    return [p for p in _DEFAULTED.findall(head[:end.start()] if end else head.split("\n", 1)[0]) if len(p) > 1]
+
+
 def _line_names(doc, pos: Position | None, basis: str, levers: Levers) -> list[str]:
     """The identifiers of the cursor's own line, when the scope is larger than that line."""
     if not levers.cursor or pos is None or basis not in ("definition", "statement", "file"):
@@ -332,18 +364,20 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
                 end = start + len(index.lines[row]) if row < len(index.lines) else n
                 basis = "line"
     names = _line_names(doc, pos, basis, levers) if scope != "lens" else []
+    if names and scope_def is not None and scope_def.kind == "class" and pos[0] == scope_def.name_range[0][0]:
+        names += _constructor_settings(doc, scope_def)
     focus = tuple(terms_text(names).split())  # the terms of the cursor's own line
-    text, groups = _near_aliases(_text(doc, start, end, text_start, scope_def if basis == "definition" else None),
+    text, groups = _near_aliases(_with_line(_text(doc, start, end, text_start,
+                                                  scope_def if basis == "definition" else None), focus),
                                  focus, word, names, levers)
     cls = _class_of(doc, scope_def) if levers.class_bag and basis == "definition" else None
     arch = _bag(doc, start, end, whole=basis == "file", cls=cls)
     settings = _line_settings(doc, pos, levers)
-    pointed = word if levers.knob and word and word.lower() not in {knob for knob, _, _ in settings} else ""
     return BuiltQuery(text, arch, scope_def, word, basis,
                       (index.position(start), index.position(end)), doc.lang, word_range, _ask(text, word),
                       hints=Hints(focus, settings, groups, tuple(tokenize(word)) if word else (),
                                   in_body=bool(focus) and scope_def is not None and pos[0] != scope_def.name_range[0][0],
-                                  knob=pointed.lower()))
+                                  knob=word.lower() if levers.knob and word else ""))
 
 
 __all__ = [

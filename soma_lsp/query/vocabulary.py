@@ -102,10 +102,24 @@ TRAINING: tuple[tuple[str, ...], ...] = (
     ("mfu", "flops utilization", "flops utilisation"),
 )
 
+SPEECH: tuple[tuple[str, ...], ...] = (
+    ("glu", "gated linear unit"),
+    ("layer drop", "layerdrop", "stochastic depth"),
+    ("macaron", "fc factor", "half step feed forward", "half step residual"),
+    ("cmvn", "normalize per feature", "utterance mvn", "global mvn", "mean variance normalization",
+     "mean variance normalisation", "standardisation", "standardization"),
+    ("specaugment", "specaug", "spec augment", "spectrogram augmentation", "time masking", "frequency masking"),
+    ("ctc", "connectionist temporal classification"),
+    ("rel pos", "relative position", "relative positional", "pos bias u", "rel shift"),
+    ("greedy decode", "best path", "greedy decoding"),
+    ("noam", "inverse square root", "inverse sqrt"),
+    ("speed perturb", "speed perturbation"),
+)
+
 #: Domain → its groups (docs/vocabulary.md says where each comes from).
 DOMAINS: dict[str, tuple[tuple[str, ...], ...]] = {
     "language models": LANGUAGE_MODELS, "vision": VISION,
-    "reinforcement learning and JAX": REINFORCEMENT_LEARNING, "training": TRAINING,
+    "reinforcement learning and JAX": REINFORCEMENT_LEARNING, "training": TRAINING, "speech": SPEECH,
 }
 ALIASES: tuple[tuple[str, ...], ...] = tuple(group for groups in DOMAINS.values() for group in groups)
 

@@ -414,9 +414,15 @@ def is_about(record: Record | None, knob: str, value: Knob | None = None) -> boo
 def knob_front(index: LiveIndex, settings: Sequence[tuple[str, str, str]], pointed: str = "") -> list[tuple[str, str]]:
     """The knob tier as shown first (lever `knob`): the records about a knob of the cursor's line
     (`is_about`), the same value first, then its other values; then the records about the knob the
-    cursor points at (`pointed`, a word its line sets no value for); then the records that only
-    mention the same setting in passing (a note saying `lr=3e-4` of a run about something else). A
-    record mentioning another value in passing is no evidence: it keeps its place in the ranking."""
+    cursor points at (`pointed`, the word under it) when its line sets no value for it; then the
+    records that only mention the same setting in passing (a note saying `lr=3e-4` of a run about
+    something else). A record mentioning another value in passing is no evidence: it keeps its place
+    in the ranking. When the line sets several knobs (a signature's defaults, `freq_masks=2,
+    freq_width=27, time_masks=10`) and the cursor is on one, that one is asked: the others' runs (an
+    arm of the `freq_width` sweep, which shares `freq_masks=2` with the line) are no evidence about
+    `time_masks`, and keep their place in the ranking (docs/benchmarks.md § Quality, try 94)."""
+    if pointed in {knob for knob, _, _ in settings}:
+        settings, pointed = [s for s in settings if s[0] == pointed], ""
     knobs = [knob for knob, _, _ in settings]
     about, passing = [], []
     for record_id, label, knob, value in _knob_matches(index, settings):
