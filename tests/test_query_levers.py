@@ -164,21 +164,6 @@ def test_every_alias_group_says_where_it_comes_from():
     assert {group[0] for group in ALIASES} == listed
 
 
-def test_a_string_on_the_cursors_line_is_asked_elsewhere_in_the_scope_it_is_not():
-    source = ('def actor(x, action_dim):\n'
-              '    """The policy head."""\n'
-              '    label = "exploration_bonus"\n'
-              '    log_scale = self.param("log_std", zeros, (action_dim,))\n'
-              '    return x + log_scale\n')
-    on_line = build_query(source, "net.py", position=(3, 6), scope="find")
-    assert {"log", "std"} <= set(on_line.text.split())  # `self.param("log_std", …)` names the parameter
-    assert "exploration" not in on_line.text.split()  # a string off the cursor's line stays out
-    elsewhere = build_query(source, "net.py", position=(4, 12), scope="find")
-    assert "std" not in elsewhere.text.split()
-    no_cursor = build_query(source, "net.py", position=(3, 6), scope="find", levers=replace(ALL_ON, cursor=False))
-    assert "std" not in no_cursor.text.split()
-
-
 def test_a_speech_name_asks_for_the_words_of_its_paper():
     source = "def conv_module(self, x):\n    x = F.glu(self.pointwise_conv1(x), dim=1)\n    return self.depthwise(x)\n"
     on_glu = build_query(source, "conformer.py", position=(1, 12), scope="find")

@@ -1,11 +1,10 @@
 """Scopes (docs/spec.md §3), definitions and qualnames, text extraction and noise."""
 
 import textwrap
-from dataclasses import replace
 
 import pytest
 
-from soma_lsp.query import ALL_ON, Levers, build_query, definitions, encloses, find_definition, related
+from soma_lsp.query import Levers, build_query, definitions, encloses, find_definition, related
 from soma_lsp.query.identifiers import TERM_NOISE
 from soma_lsp.retrieval.tokenize import tokenize
 
@@ -284,11 +283,9 @@ def test_the_query_is_finished_by_the_builder():
     from soma_lsp.retrieval import DEFAULT_WEIGHTS
 
     src = 'def schedule(step):\n    kind = "cosine"\n    return kind\n'
-    on_string = build_query(src, "a.py", position=(1, 13), scope="hover", levers=replace(ALL_ON, cursor=False))
-    assert (on_string.word, on_string.text) == ("cosine", "schedule step kind")  # string literals are not text
+    on_string = build_query(src, "a.py", position=(1, 13), scope="hover")  # string literals are not text
+    assert (on_string.word, on_string.text) == ("cosine", "schedule step kind")
     assert on_string.ask == "cosine schedule step kind"
-    on_its_line = build_query(src, "a.py", position=(1, 13), scope="hover")  # … but the cursor's line's are
-    assert on_its_line.text == "schedule step kind cosine" and on_its_line.ask == on_its_line.text
     on_name = build_query(src, "a.py", position=(2, 12), scope="hover")
     assert on_name.word == "kind" and on_name.ask == on_name.text  # already there: nothing added
     now = datetime(2026, 1, 1, tzinfo=timezone.utc)

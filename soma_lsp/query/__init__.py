@@ -36,7 +36,6 @@ core's ``RetrievalQuery``. Callers above never re-tokenise or edit a query.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -247,16 +246,6 @@ def _near_aliases(text: str, focus: tuple[str, ...], word: str | None, names: li
     return " ".join(dict.fromkeys(text.split() + expanded[len(near):])), groups
 
 
-def _with_line(text: str, focus: Sequence[str]) -> str:
-    """The scope's text with the terms of the cursor's line it leaves out (lever `cursor`): the
-    scope's text skips string literals, but on the line the user points at a string often names a
-    parameter or a knob — `self.param("log_std", …)`, `"pos_bias" in name`, `cfg["clip_eps"]` — and
-    the records about it say so in those words (docs/benchmarks.md § Quality, try 97)."""
-    present = set(text.split())
-    missing = [t for t in dict.fromkeys(focus) if t not in present]
-    return f"{text} {' '.join(missing)}" if missing else text
-
-
 _DEFAULTED = re.compile(r"([A-Za-z_]\w*)\s*(?::[^=,()]*)?=(?!=)")
 _SIGNATURE_END = re.compile(r"\)\s*(?:->[^\n]*)?:[ \t]*(?:#[^\n]*)?$", re.M)  # `):`, `) -> None:`
 
@@ -367,8 +356,7 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
     if names and scope_def is not None and scope_def.kind == "class" and pos[0] == scope_def.name_range[0][0]:
         names += _constructor_settings(doc, scope_def)
     focus = tuple(terms_text(names).split())  # the terms of the cursor's own line
-    text, groups = _near_aliases(_with_line(_text(doc, start, end, text_start,
-                                                  scope_def if basis == "definition" else None), focus),
+    text, groups = _near_aliases(_text(doc, start, end, text_start, scope_def if basis == "definition" else None),
                                  focus, word, names, levers)
     cls = _class_of(doc, scope_def) if levers.class_bag and basis == "definition" else None
     arch = _bag(doc, start, end, whole=basis == "file", cls=cls)

@@ -14,10 +14,9 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   matches the line the hover is on comes before one that only matches the rest of the function
   (or of the whole file, as find-related asks in a config file, which has no definitions);
   and in find-related a record matching the word under the cursor passes the gate's evidence rule
-  with that one term (the word the user points at is no coincidence). The line's words are asked
-  even where the scope's text leaves them out: a string literal on it often names a parameter
-  (`self.param("log_std", …)`, `"pos_bias" in name`). On a class's name line, the settings its
-  `__init__` takes (`n_mels=80, hop_length=160`) are of the line too: what a run changes in a class.
+  with that one term (the word the user points at is no coincidence). On a class's name line, the
+  settings its `__init__` takes (`n_mels=80, hop_length=160`) are of the line too: what a run changes
+  in a class.
 * `class_bag` — a method's component bag is its class's (`__init__`, `setup`, `build`, `@compact`
   all build the parts `forward`/`__call__`/`call` use), and a class's own name and bases join it.
 * `aliases` — the curated ML vocabulary of `vocabulary.ALIASES` (`freqs_cis` ↔ rotary/RoPE,
