@@ -2,6 +2,7 @@
 
 `load_file(path)` never raises: whatever is wrong with the file or with one of its records becomes a
 `Problem`, and every valid record around it still loads. Decoding is as fast as the formats allow:
+a `.jsonl` line of the well-formed shape straight to its record (`records.decode_record`), else
 orjson for JSON (the stdlib `json` only as a fallback for what orjson refuses: `NaN`/`Infinity`
 literals, huge integers), PyYAML's libyaml `CSafeLoader` when available (safe loaders only). Each record
 carries its `Source(path, line)` with a 0-based line: the line number in `.jsonl`, the line where each
@@ -34,7 +35,7 @@ from typing import Any, BinaryIO, Protocol
 import orjson
 import yaml
 
-from ..records import Record, RecordError, Source, kind_of, parse_record, record_errors
+from ..records import Record, RecordError, Source, decode_record, kind_of, parse_record, record_errors
 from ..stored import RecordList
 from .lines import DIGEST_BYTES, LineDigests
 from .problems import FileProblems, Problem
@@ -495,6 +496,11 @@ def _load_jsonl(f, out: FileLoad, max_line: int, progress: Callable[[int], None]
                 _keep_record(out, dataclasses.replace(record, source=Source(path, number)), number)
             continue
         records_before = len(out.records)
+        record = decode_record(line, source=Source(path, number))  # a well-formed line, in C
+        if record is not None:
+            line_records.add(key, records_before, number)
+            _keep_record(out, record, number)
+            continue
         try:
             value = decode_line(line)
         except UnicodeDecodeError as error:
