@@ -289,7 +289,7 @@ def _line_record(raw: _Line, source: Source | None) -> Record:
         None if finished_at is None else parse_timestamp(finished_at, "finished_at"),
         headline, details,
         _optional_text(raw.notes, "notes"),
-        parse_architecture(raw.architecture),
+        parse_architecture(raw.architecture, kinds_checked=True),
         _metrics(raw.metrics),
         _code(raw.code),
         None if commit is None else _commit(commit),
@@ -337,11 +337,15 @@ def document_texts(mapping: dict) -> tuple[str, str, str, str]:
     or blank: ""), for a mapping it accepts; without validating or building the record. What lets
     `pool.counting` count a file's documents in another process while the loader validates it."""
     get = mapping.get
-    conclusion = get("conclusion")
+    return fields_texts(get("name"), get("conclusion"), get("notes"))
+
+
+def fields_texts(name: Any, conclusion: Any, notes: Any) -> tuple[str, str, str, str]:
+    """`document_texts` of a record's `name`, `conclusion` and `notes` as decoded."""
     headline, details = (conclusion.get("headline"), conclusion.get("details")) if type(conclusion) is dict \
         else (conclusion, None)
     return tuple([value if type(value) is str and not value.isspace() else ""  # ("".isspace() is False)
-                  for value in (get("name"), headline, get("notes"), details)])
+                  for value in (name, headline, notes, details)])
 
 
 def _extra(mapping: Mapping) -> dict[str, Any]:
@@ -461,10 +465,17 @@ def _int_float(value: int, path: str) -> float:
                                 "digits, beyond the range of a float") from None
 
 
-def parse_architecture(value: Any) -> tuple[tuple[str, float], ...]:
-    """Components as (name, count) pairs, in input order; canonicalisation belongs to retrieval."""
+def parse_architecture(value: Any, *, kinds_checked: bool = False) -> tuple[tuple[str, float], ...]:
+    """Components as (name, count) pairs, in input order; canonicalisation belongs to retrieval.
+    `kinds_checked`: `value` is known to be None, a list of strings or a map string → int or float
+    (`_Line`), so the pairs are looked up as they come (a boolean, which hashes as 1, cannot be one)."""
     if value is None:
         return ()
+    if kinds_checked:
+        get = _PAIRS.get
+        if type(value) is list:
+            return tuple([get((name, 1)) or _pair(name, 1) for name in value])
+        return tuple([get(item) or _pair(*item) for item in value.items()])
     if _is_list(value):
         _check_strings(value, "architecture")
         return tuple([_PAIRS.get((name, 1)) or _pair(name, 1) for name in value])
