@@ -121,15 +121,18 @@ def test_whatever_the_fast_path_gives_the_full_path_gives_too(line):
 
 
 @settings(max_examples=300)
-@given(st.lists(json_lines(), max_size=6))
-def test_a_file_loads_as_with_the_full_path_alone(tmp_path_factory, lines):
-    """The loader as it is against the same loader with the fast path switched off (every line the
-    full way): the same records, field for field, in the same order, and the same problems."""
-    pool = tmp_path_factory.mktemp("pool") / "runs.jsonl"
-    pool.write_bytes(b"\n".join(line.replace(b"\n", b" ") for line in lines) + b"\n")
-    fast = load_file(pool)
-    with pytest.MonkeyPatch.context() as switch:
-        switch.setattr(loader, "decode_record", lambda line, source: None)
-        full = load_file(pool)
-    assert [fields_of(r) for r in fast.records] == [fields_of(r) for r in full.records]
-    assert fast.problems == full.problems
+@given(st.lists(json_lines(), max_size=6), st.sampled_from([b"", b"\n\n ", b"\xef\xbb\xbf"]))
+def test_files_load_as_with_the_full_path_alone(tmp_path_factory, lines, before):
+    """The loader as it is against the same loader with the fast path switched off (every line, every
+    record the full way): the same records, field for field, in the same order, and the same problems
+    — of a `.jsonl` file of the lines, and of a `.json` file of the first one."""
+    folder = tmp_path_factory.mktemp("pool")
+    (folder / "runs.jsonl").write_bytes(before + b"\n".join(line.replace(b"\n", b" ") for line in lines) + b"\n")
+    (folder / "run.json").write_bytes(before + (lines[0] if lines else b"{}"))
+    for path in (folder / "runs.jsonl", folder / "run.json"):
+        fast = load_file(path)
+        with pytest.MonkeyPatch.context() as switch:
+            switch.setattr(loader, "decode_record", lambda line, source: None)
+            full = load_file(path)
+        assert [fields_of(r) for r in fast.records] == [fields_of(r) for r in full.records]
+        assert fast.problems == full.problems
