@@ -214,6 +214,7 @@ def parse_record(mapping: Any, *, source: Source | None = None) -> Record:
 
 
 def _unknown_status(raw: str) -> tuple[str]:
+    """The record's warnings when its status names none (§1.3): it loads as `unknown`."""
     return (f"status: unknown status {raw!r}, loaded as 'unknown'",)
 
 
@@ -224,18 +225,18 @@ class _Conclusion(msgspec.Struct, forbid_unknown_fields=True):
     details: str | None = None
 
 
-_Number = int | float  # (msgspec keeps an integer an int, of any size, as orjson and json do)
+_Number = int | float  # (an integer stays an int, of any size: the helpers make a float of it, as of orjson's)
 _MetricBody = dict[str, str | _Number | None]  # {value, baseline?, goal?} and `name` in the list form
 _Tie = dict[str, str | None]  # {path, symbol?}
 
 
 class _Line(msgspec.Struct, forbid_unknown_fields=True):
     """A record of the well-formed shape, as msgspec decodes it: each field's JSON kinds as spec §1.2
-    accepts them, so that what it decodes holds the very values `orjson.loads` would give and the
-    checks left to `_line_record` are those of `parse_record`'s own helpers. An unknown field (kept
-    in `extra` by `parse_record`), an object inside an object other than these, `NaN`/`Infinity`
-    literals, a lone surrogate, a number beyond a float's range, a missing id or name: the decoder
-    refuses it, and the line takes the full path."""
+    accepts them, so that what it decodes holds the values `orjson.loads` would give and the checks
+    left to `_line_record` are those of `parse_record`'s own helpers. The decoder refuses an unknown
+    field (at the top, kept in `extra` by `parse_record`; in a conclusion, ignored by it), a value of
+    another kind, `NaN`/`Infinity` literals, a lone surrogate, a float beyond a float's range, a
+    missing id or name: such a line takes the full path."""
 
     id: str
     name: str

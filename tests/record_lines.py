@@ -29,7 +29,8 @@ _timestamps = _kinds(st.sampled_from(["2026-03-01T12:00:00Z", "2026-03-01", "202
                                       "2026-03-01T12:00:00+02:00", "2026-03-01T12:00:00.123Z"]),
                      st.one_of(_texts, st.sampled_from([
                          "2026-03-01t12:00:00z", " 2026-03-01T12:00:00Z ", "2026-03-01T12:00:00.1234567Z",
-                         "2026-13-01", "20260301T120000", "2026-03-01T24:00:00", "2026-W09-7", "2026-03-01T12:00:00-00:30"])))
+                         "2026-13-01", "20260301T120000", "2026-03-01T24:00:00", "2026-W09-7",
+                         "2026-03-01T12:00:00-00:30"])))
 _metric_value = _kinds(_finite, st.one_of(_big, _non_finite, st.floats(), st.booleans()))
 _metric_body = st.fixed_dictionaries({"value": _metric_value}, optional={
     "baseline": _kinds(_finite, st.one_of(_metric_value, st.none())),

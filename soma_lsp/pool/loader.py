@@ -4,9 +4,10 @@
 `Problem`, and every valid record around it still loads. Decoding is as fast as the formats allow:
 a `.jsonl` line or `.json` record of the well-formed shape straight to its record
 (`records.decode_record`), else orjson for JSON (the stdlib `json` only as a fallback for what orjson
-refuses: `NaN`/`Infinity` literals, huge integers), PyYAML's libyaml `CSafeLoader` when available (safe loaders only). Each record
-carries its `Source(path, line)` with a 0-based line: the line number in `.jsonl`, the line where each
-element of a `.json` array (or the object) starts, the node's start line in YAML.
+refuses: `NaN`/`Infinity` literals, huge integers), PyYAML's libyaml `CSafeLoader` when available
+(safe loaders only). Each record carries its `Source(path, line)` with a 0-based line: the line
+number in `.jsonl`, the line where each element of a `.json` array (or the object) starts, the node's
+start line in YAML.
 
 Limits (documented in docs/architecture.md): a `.json` file is read whole and refused above
 `MAX_JSON_BYTES` (64 MiB), a YAML file above `MAX_YAML_BYTES` (16 MiB, YAML decodes ~20x slower);

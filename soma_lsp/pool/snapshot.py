@@ -45,8 +45,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import numpy as np
 import msgspec
+import numpy as np
 import orjson
 
 from .. import __version__, foreground
