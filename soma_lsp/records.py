@@ -263,7 +263,7 @@ def decode_record(line: bytes, *, source: Source | None = None) -> Record | None
     """The record `parse_record(orjson.loads(line), source=source)` gives — the same fields, warnings
     and all — for a line of the well-formed shape (`_Line`); None for any other line, valid or not,
     which the caller decodes and validates the full way (the reports stay `parse_record`'s alone).
-    Decoded and type-checked in C: 20–25% less time than `orjson.loads` and `parse_record` for the
+    Decoded and type-checked in C: ≈ 17% less time than `orjson.loads` and `parse_record` for the
     records of a generated 100k pool (docs/benchmarks.md, issue 22 point 3)."""
     try:
         return _line_record(_decode_line(line), source)
