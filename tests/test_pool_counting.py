@@ -21,6 +21,7 @@ from soma_lsp.retrieval.documents import CountedLines, Counts, DocumentCounter, 
 from soma_lsp.retrieval.index import LiveIndex, document_fields
 from soma_lsp.retrieval.terms import component_bag
 from pool_files import rec, write
+from record_lines import json_lines
 
 QUERIES = [RetrievalQuery(text=text, architecture=arch, now=None, limit=limit)
            for text, arch, limit in (("rotary warmup spike", ["Attention"], 5), ("naïve größe run", None, None),
@@ -167,6 +168,21 @@ def test_document_texts_are_the_record_s_document(mapping):
     except RecordError:
         return
     assert document_texts(mapping) == document_fields(record)
+
+
+@settings(max_examples=1000)
+@given(json_lines())
+def test_the_child_reads_a_record_s_document_and_architecture_as_the_loader_decodes_them(line):
+    """The child decodes only what it counts (`counting.line_document`): for every line the loader
+    makes a record of, the texts and the bag of the line as the loader decodes it."""
+    try:
+        value = loader.decode_line(line)
+        parse_record(value)
+    except (ValueError, RecursionError):  # (RecordError is a ValueError)
+        return
+    texts, architecture = counting.line_document(line)
+    assert texts == document_texts(value)
+    assert component_bag(architecture) == component_bag(value.get("architecture"))
 
 
 NAME = st.one_of(st.text(max_size=8), st.sampled_from(["torch.nn.LayerNorm", "LayerNorm", "layer_norm", ""]))

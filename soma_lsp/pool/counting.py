@@ -34,11 +34,12 @@ import os
 import struct
 import sys
 from collections.abc import Iterable, Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+import msgspec
 import numpy as np
 
-from ..records import document_texts
+from ..records import document_texts, fields_texts
 from ..retrieval import CountedLines, Counts, component_bag, count_lines
 from .apart import Child
 from .loader import STAMP, FileLoad, decode_line, jsonl_lines, stamp_of
@@ -212,17 +213,44 @@ def count_parts(path: str, max_line: int, ends: Iterator[int], skip_first: bool 
     yield Block(count_lines(documents, bags), (before, after), first, True)
 
 
+class _Document(msgspec.Struct):
+    """What the child reads of a line: its document's fields and its architecture, as decoded (any
+    JSON); the record's other fields are skipped unbuilt, where `orjson.loads` builds them all."""
+
+    name: Any = None
+    conclusion: Any = None
+    notes: Any = None
+    architecture: Any = None
+
+
+_decode_document = msgspec.json.Decoder(_Document).decode
+
+
+def line_document(line: bytes) -> tuple[tuple[str, str, str, str], Any] | None:
+    """(`records.document_texts`, the architecture) of a line's record as decoded — the same as of
+    `loader.decode_line(line)` for every line the loader makes a record of —, or None for a line
+    that is no object. Through `_Document` where msgspec decodes the line (0.1 s less than orjson
+    at 100k), else as the loader decodes it (`NaN` literals, lone surrogates, …)."""
+    try:
+        value = _decode_document(line)
+    except (msgspec.DecodeError, ValueError, RecursionError):  # (a line that is no object: the same)
+        try:
+            mapping = decode_line(line)
+        except (ValueError, RecursionError):  # (UnicodeDecodeError is a ValueError)
+            return None
+        return (document_texts(mapping), mapping.get("architecture")) if isinstance(mapping, dict) else None
+    return fields_texts(value.name, value.conclusion, value.notes), value.architecture
+
+
 def _count(documents: list, bags: list, row: int, line: bytes | None) -> None:
     """One line's document and component bag at `row` (an empty one for what is no valid record)."""
     _pad(documents, bags, row)
-    try:
-        value = decode_line(line) if line is not None else None
-    except (ValueError, RecursionError):  # (UnicodeDecodeError is a ValueError)
-        value = None
-    if isinstance(value, dict):
-        documents.append(document_texts(value))
+    document = line_document(line) if line is not None else None
+    if document is not None:
+        texts, architecture = document
+        documents.append(texts)
         try:
-            bags.append(component_bag(value.get("architecture")))  # (not validated: 0.16 s less at 100k)
+            bags.append(component_bag(architecture))  # (not validated: 0.16 s less at 100k)
         except Exception:  # noqa: BLE001 - an invalid record: the loader does not keep it
             bags.append({})
     else:

@@ -2,10 +2,12 @@
 
 `load_file(path)` never raises: whatever is wrong with the file or with one of its records becomes a
 `Problem`, and every valid record around it still loads. Decoding is as fast as the formats allow:
-orjson for JSON (the stdlib `json` only as a fallback for what orjson refuses: `NaN`/`Infinity`
-literals, huge integers), PyYAML's libyaml `CSafeLoader` when available (safe loaders only). Each record
-carries its `Source(path, line)` with a 0-based line: the line number in `.jsonl`, the line where each
-element of a `.json` array (or the object) starts, the node's start line in YAML.
+a `.jsonl` line or `.json` record of the well-formed shape straight to its record
+(`records.decode_record`), else orjson for JSON (the stdlib `json` only as a fallback for what orjson
+refuses: `NaN`/`Infinity` literals, huge integers), PyYAML's libyaml `CSafeLoader` when available
+(safe loaders only). Each record carries its `Source(path, line)` with a 0-based line: the line
+number in `.jsonl`, the line where each element of a `.json` array (or the object) starts, the node's
+start line in YAML.
 
 Limits (documented in docs/architecture.md): a `.json` file is read whole and refused above
 `MAX_JSON_BYTES` (64 MiB), a YAML file above `MAX_YAML_BYTES` (16 MiB, YAML decodes ~20x slower);
@@ -34,7 +36,7 @@ from typing import Any, BinaryIO, Protocol
 import orjson
 import yaml
 
-from ..records import Record, RecordError, Source, kind_of, parse_record, record_errors
+from ..records import Record, RecordError, Source, decode_record, kind_of, parse_record, record_errors
 from ..stored import RecordList
 from .lines import DIGEST_BYTES, LineDigests
 from .problems import FileProblems, Problem
@@ -344,12 +346,17 @@ def _load_json(data: bytes, out: FileLoad) -> None:
         data = data[len(BOM):]
     stripped = data.lstrip(b" \t\r\n")
     if stripped.startswith(b"{"):  # the common case, one record: orjson checks UTF-8 itself
+        line = data.count(b"\n", 0, len(data) - len(stripped))
+        record = decode_record(data, source=Source(out.path, line))  # of the well-formed shape, in C
+        if record is not None:
+            _keep_record(out, record, line)
+            return
         try:
             value = orjson.loads(data)
         except orjson.JSONDecodeError:
             pass  # below: the UTF-8 check, the stdlib fallback, the error report
         else:
-            _add_record(out, value, data.count(b"\n", 0, len(data) - len(stripped)), (data, 0, len(data), 0))
+            _add_record(out, value, line, (data, 0, len(data), 0))
             return
     try:
         text = data.decode("utf-8")
@@ -495,6 +502,11 @@ def _load_jsonl(f, out: FileLoad, max_line: int, progress: Callable[[int], None]
                 _keep_record(out, dataclasses.replace(record, source=Source(path, number)), number)
             continue
         records_before = len(out.records)
+        record = decode_record(line, source=Source(path, number))  # a well-formed line, in C
+        if record is not None:
+            line_records.add(key, records_before, number)
+            _keep_record(out, record, number)
+            continue
         try:
             value = decode_line(line)
         except UnicodeDecodeError as error:

@@ -45,6 +45,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import msgspec
 import numpy as np
 import orjson
 
@@ -86,7 +87,7 @@ def _code_key() -> str:
     `marshal`, and the decoders. A change of any of them is a different snapshot."""
     package = Path(__file__).resolve().parent.parent
     digest = hashlib.blake2b(repr((__version__, sys.version_info[:2], marshal.version, orjson.__version__,
-                                   YAML_LOADER.__name__)).encode(), digest_size=16)
+                                   msgspec.__version__, YAML_LOADER.__name__)).encode(), digest_size=16)
     for source in sorted(package.rglob("*.py")):
         digest.update(source.relative_to(package).as_posix().encode())
         digest.update(source.read_bytes())
