@@ -80,7 +80,7 @@ class _Contributions:
         if postings is None:
             return None
         slots, tf = postings
-        part = _contribution(idf_t, tf, norm[slots]).astype(np.float32)
+        part = _contribution(idf_t, tf, norm[slots], np.float32)
         if wide:
             slots = slots.astype(np.intp)
             return self._keep((segment, key), (slots, part), part.nbytes + slots.nbytes)
@@ -119,6 +119,9 @@ class _Contributions:
         return self._keep(("dense", key), vector, vector.nbytes)
 
 
-def _contribution(idf_t: float, tf: np.ndarray, norm: np.ndarray) -> np.ndarray:
-    """idf(t) · tf_part: one term's BM25 contribution per posting, in float64."""
-    return idf_t * T.tf_part(tf.astype(np.float64), norm)
+def _contribution(idf_t: float, tf: np.ndarray, norm: np.ndarray, dtype: type = np.float64) -> np.ndarray:
+    """idf(t) · tf_part: one term's BM25 contribution per posting, computed in float64 and rounded
+    once to `dtype` as the product is written (float32: the approximate step's, without a float64
+    copy converted after)."""
+    return np.multiply(idf_t, T.tf_part(tf.astype(np.float64), norm), out=np.empty(tf.size, dtype=dtype),
+                       casting="same_kind")
