@@ -274,15 +274,16 @@ def test_the_union_of_sorted_slots_is_numpys(a, b):
 
 @settings(max_examples=200)
 @given(st.lists(st.integers(1, 40), max_size=50), st.floats(0.01, 30), st.floats(0.1, 5))
-def test_a_float32_contribution_is_the_float64_one_rounded_once(tf, idf_t, spread):
+def test_a_contribution_is_the_spec_arithmetic_rounded_once(tf, idf_t, spread):
     from soma_lsp.retrieval import terms as T
     from soma_lsp.retrieval.index.contributions import _contribution
 
     counts = np.array(tf, dtype=np.float32)
-    norm = np.linspace(0.1, spread + 0.1, counts.size)
-    wide = idf_t * T.tf_part(counts.astype(np.float64), norm)
-    assert _contribution(idf_t, counts, norm).tobytes() == wide.tobytes()
-    assert _contribution(idf_t, counts, norm, np.float32).tobytes() == wide.astype(np.float32).tobytes()
+    norm = np.linspace(0.1, spread + 0.1, 2 * counts.size + 1)
+    slots = np.arange(1, 2 * counts.size + 1, 2, dtype=np.int32)
+    wide = idf_t * T.tf_part(counts.astype(np.float64), norm[slots])
+    assert _contribution(idf_t, counts, norm, slots).tobytes() == wide.tobytes()
+    assert _contribution(idf_t, counts, norm, slots, np.float32).tobytes() == wide.astype(np.float32).tobytes()
 
 
 @settings(max_examples=50, suppress_health_check=[HealthCheck.too_slow])

@@ -40,7 +40,7 @@ class _ExactPass(_FewSlotsPass):
             for row, (key, idf_t) in enumerate(zip(q.keys.tolist(), q.idf)):
                 posted_here[:] = False
                 for _, posted, tf in self._terms.lookup(key):
-                    bm25[posted] += _contribution(idf_t, tf, norm[posted])  # distinct within a segment
+                    bm25[posted] += _contribution(idf_t, tf, norm, posted)  # distinct within a segment
                     posted_here[posted] = True
                 matched[row] = posted_here[slots]
             return bm25[slots], matched
