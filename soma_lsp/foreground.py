@@ -70,6 +70,14 @@ def arrived() -> None:
         _last_end = max(_last_end, time.monotonic())
 
 
+def idle() -> float:
+    """Seconds since a request last arrived or was answered (0 while one is being answered): how long
+    the user has left the server alone, for background work that should not start under a request at
+    all (`PoolService`'s snapshot after a load: its first step copies the pool's state at once)."""
+    with _changed:
+        return 0.0 if _answering else max(0.0, time.monotonic() - _last_end)
+
+
 def pause() -> None:
     """Let requests go first: return when none is being answered (module docstring); at once in a
     request's own thread."""

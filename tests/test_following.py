@@ -187,6 +187,19 @@ def test_background_work_steps_aside_from_a_requests_arrival_before_its_work_beg
     assert time.monotonic() - started >= 0.2 - 0.05
 
 
+def test_idle_counts_from_the_last_request_and_is_nothing_while_one_is_answered():
+    foreground.arrived()
+    assert foreground.idle() < 0.05
+    with foreground.answering():
+        time.sleep(0.1)
+        assert foreground.idle() == 0.0
+    time.sleep(0.1)
+    assert 0.1 - 0.05 <= foreground.idle() < 5.0
+    with foreground.answering(linger=1.0):
+        pass
+    assert foreground.idle() == 0.0  # (what the request started elsewhere goes first too)
+
+
 def test_a_big_pools_table_is_built_once_its_load_is_over_not_after_every_part(tmp_path, monkeypatch):
     """A first load commits a big `.jsonl` in parts; a table built after each was thrown away by the
     next (2× one build at 100k, docs/benchmarks.md § LSP first load): asked meanwhile, the tiers are

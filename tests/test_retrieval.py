@@ -373,6 +373,8 @@ def test_a_warmed_index_makes_nothing_a_query_of_a_warmed_shape_needs_and_ranks_
     cold = LiveIndex(records).rank(asked)
     index = LiveIndex(records)
     index.warm([RetrievalQuery(text="warm", architecture=("warm",), now=NOW)])
+    (linear,) = index._components.keys_of([canonical_component("linear")]).tolist()
+    assert index._per_layout()["presence"][linear] is not None  # a common component's, made for any bag
     for made_once_per_layout in ("_new_weighting", "_assembled_static_part"):
         monkeypatch.setattr(type(index), made_once_per_layout, lambda *a, **k: pytest.fail("made again"))
     assert index.rank(asked) == cold

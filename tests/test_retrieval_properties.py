@@ -262,6 +262,30 @@ def test_top_within_keeps_exactly_what_is_within_the_margin(values, limit, margi
         assert got.tolist() == np.flatnonzero(score >= kth - margin).tolist()
 
 
+@settings(max_examples=300)
+@given(st.sets(st.integers(0, 60)), st.sets(st.integers(0, 60)))
+def test_the_union_of_sorted_slots_is_numpys(a, b):
+    from soma_lsp.retrieval.index.exact import _union
+
+    left, right = np.array(sorted(a), dtype=np.intp), np.array(sorted(b), dtype=np.intp)
+    got = _union(left, right)
+    assert got.dtype == np.union1d(left, right).dtype and got.tolist() == np.union1d(left, right).tolist()
+
+
+@settings(max_examples=200)
+@given(st.lists(st.integers(1, 40), max_size=50), st.floats(0.01, 30), st.floats(0.1, 5))
+def test_a_contribution_is_the_spec_arithmetic_rounded_once(tf, idf_t, spread):
+    from soma_lsp.retrieval import terms as T
+    from soma_lsp.retrieval.index.contributions import _contribution
+
+    counts = np.array(tf, dtype=np.float32)
+    norm = np.linspace(0.1, spread + 0.1, 2 * counts.size + 1)
+    slots = np.arange(1, 2 * counts.size + 1, 2, dtype=np.int32)
+    wide = idf_t * T.tf_part(counts.astype(np.float64), norm[slots])
+    assert _contribution(idf_t, counts, norm, slots).tobytes() == wide.tobytes()
+    assert _contribution(idf_t, counts, norm, slots, np.float32).tobytes() == wide.astype(np.float32).tobytes()
+
+
 @settings(max_examples=50, suppress_health_check=[HealthCheck.too_slow])
 @given(pools(), st.lists(queries, min_size=1, max_size=4), st.sampled_from([0, 64, 512]))
 def test_a_small_contribution_cache_stays_bounded_and_changes_nothing(records, qs, budget):

@@ -80,7 +80,7 @@ class _Contributions:
         if postings is None:
             return None
         slots, tf = postings
-        part = _contribution(idf_t, tf, norm[slots]).astype(np.float32)
+        part = _contribution(idf_t, tf, norm, slots, np.float32)
         if wide:
             slots = slots.astype(np.intp)
             return self._keep((segment, key), (slots, part), part.nbytes + slots.nbytes)
@@ -115,10 +115,16 @@ class _Contributions:
             postings = segment.postings(key)
             if postings is not None:
                 slots, tf = postings
-                vector[slots] = _contribution(idf_t, tf, norm[slots])
+                vector[slots] = _contribution(idf_t, tf, norm, slots)
         return self._keep(("dense", key), vector, vector.nbytes)
 
 
-def _contribution(idf_t: float, tf: np.ndarray, norm: np.ndarray) -> np.ndarray:
-    """idf(t) · tf_part: one term's BM25 contribution per posting, in float64."""
-    return idf_t * T.tf_part(tf.astype(np.float64), norm)
+def _contribution(idf_t: float, tf: np.ndarray, norm: np.ndarray, slots: np.ndarray,
+                  dtype: type = np.float64) -> np.ndarray:
+    """idf(t) · tf_part: one term's BM25 contribution at each posting (its count `tf`, its slot's
+    length norm), computed in float64 and rounded once to `dtype` as the product is written
+    (float32: the approximate step's, without a float64 copy converted after). The norms are
+    gathered with `take`: indexing with the segments' int32 slots converts them first, and took as
+    long as the arithmetic (≈ 40% more than `take` for a 30k-posting term)."""
+    return np.multiply(idf_t, T.tf_part(tf.astype(np.float64), norm.take(slots)), out=np.empty(tf.size, dtype=dtype),
+                       casting="same_kind")

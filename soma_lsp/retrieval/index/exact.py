@@ -40,7 +40,7 @@ class _ExactPass(_FewSlotsPass):
             for row, (key, idf_t) in enumerate(zip(q.keys.tolist(), q.idf)):
                 posted_here[:] = False
                 for _, posted, tf in self._terms.lookup(key):
-                    bm25[posted] += _contribution(idf_t, tf, norm[posted])  # distinct within a segment
+                    bm25[posted] += _contribution(idf_t, tf, norm, posted)  # distinct within a segment
                     posted_here[posted] = True
                 matched[row] = posted_here[slots]
             return bm25[slots], matched
@@ -145,7 +145,7 @@ class _ExactPass(_FewSlotsPass):
             return self._exact_listed(q, slots.tolist(), contenders.tolist())
         bm25, max_bm25, matched = np.zeros(slots.size), 0.0, np.zeros((slots.size, 0), dtype=bool)
         if q.keys.size:
-            both = np.union1d(contenders, slots)
+            both = _union(contenders, slots)
             exact, matched_both = self._bm25_at(q, both)
             at = np.searchsorted(both, slots)
             bm25, max_bm25, matched = exact[at], float(exact.max(initial=0.0)), matched_both[:, at].T
@@ -182,6 +182,17 @@ class _ExactPass(_FewSlotsPass):
         future of the others, say a year-9999 typo)."""
         age_days = np.nan_to_num((q.now - self._columns.time[slots]) / T.SECONDS_PER_DAY)
         return np.where(q.weighting["recency_applies"][slots], T.decay(age_days, q.half_life_days), 0.0)
+
+
+def _union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The sorted union of two sorted arrays of distinct slots — `np.union1d`'s result without its
+    `np.unique`, whose first call in a process imports `numpy.ma` (≈ 25 ms, paid by the first hover
+    after a server's load, docs/benchmarks.md § 1M)."""
+    both = np.concatenate((a, b))
+    both.sort(kind="stable")
+    keep = np.ones(both.size, dtype=bool)
+    np.not_equal(both[1:], both[:-1], out=keep[1:])
+    return both[keep]
 
 
 def _whole(presence: tuple[np.ndarray, float] | None, q_count: float) -> bool:

@@ -86,17 +86,23 @@ class _Ranking(_ExactPass, _ApproximatePass):
     def warm(self, queries: Iterable[RetrievalQuery]) -> None:
         """Make now what the first query after a change of layout would make, for queries of these
         shapes (words or not, a component bag or not, `now`, weights, half-life): the length norms,
-        the segments' posting samples, and each shape's per-record weighting and static part for its
-        `now`. The server calls it at the end of a load, before it says the load is over: at 1M
-        records the first hover after a load paid ≈ 0.1 s of CPU for these (docs/benchmarks.md § 1M).
+        the segments' posting samples, the presence vectors of the common components (a byte a slot
+        each, ≈ 60 MB at 1M records: otherwise made by the structural term of the first bags that
+        name them, 5–15 ms of a big scope's first hover), and each shape's per-record weighting and
+        static part for its `now`. The server calls it at the end of a load, before it says the load
+        is over: at 1M records the first hover after a load paid ≈ 0.1 s of CPU for these
+        (docs/benchmarks.md § 1M).
         Nothing is ranked or kept as an answer; one step per hold of the lock, so a query arriving
         meanwhile waits for one step, not all; an update meanwhile ends it (the next query makes
         the rest, as it would have)."""
         with self._lock:
             layout = self._layout
             segments = [*self._terms.segments, *self._components.segments]
+            common = np.flatnonzero(self._components.doc_freq * tuning.PRESENCE_FRACTION >= self._columns.size)
         shapes = [lambda query=query: self._static_part(self._resolve(query)) for query in queries]
-        for step in (self._length_norm, self._dense_fraction, self._dead, *(s._sampled for s in segments), *shapes):
+        presence = [lambda key=key: self._presence(key) for key in common.tolist()]
+        for step in (self._length_norm, self._dense_fraction, self._dead, *(s._sampled for s in segments), *presence,
+                     *shapes):
             with self._lock:
                 if self._layout != layout:
                     return
