@@ -107,7 +107,10 @@ def test_after_a_shared_first_read_the_store_is_followed_as_ever(store, shared):
     known = {key: load.stamp for key, load in loads.items()}
     assert runs_of(reader.sync(known, "runs"), reader) == {}  # a quick poll: every run's row as read
     assert runs_of(reader.sync(known), reader) == {}  # a full sync: every run's fingerprint as read
-    edited = sorted(loads)[5][len(reader.prefix):]
+    # a copy of the failed run, which has a note to edit (not the `baseline` run, which has none, nor
+    # the copy whose importance is no number, which makes no record): keys are random uuids
+    edited = next(key for key, load in sorted(loads.items())
+                  if load.records and load.records[0].headline == "theta 500k diverges")[len(reader.prefix):]
     with sqlite3.connect(store) as c:
         c.execute("UPDATE tags SET value = 'a new note' WHERE key = 'mlflow.note.content' AND run_uuid = ?", (edited,))
     (changed,) = runs_of(reader.sync(known), reader).values()
