@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 
 from lsprotocol import types as lsp
@@ -117,3 +118,28 @@ async def test_a_tie_to_a_whole_file_gets_one_file_level_lens_not_one_per_defini
     assert "exp-0131" not in {r["id"] for r in listed if r["tied"]}
     everything = await session.command("soma.findRelatedExperiments", {"uri": uri, "limit": 0})
     assert "exp-0131" in {r["id"] for r in everything if r["tied"]}  # the whole file's scope takes it
+
+
+async def test_lenses_asked_while_the_setting_turns_off_are_not_shown(start_session, workspace):
+    """A lens request in flight when `codeLens.enabled` turns off (VS Code asks again as the user
+    ticks the box) must not bring lenses back: it answers none, or a refresh follows it. Seen in VS
+    Code right after a server restart, where no lens had been kept yet for the change to refresh. The
+    pool is made large enough (20k runs that share the file's words) that the file's lenses take far
+    longer to compute than the change takes to arrive."""
+    def no_configuration(caps: lsp.ClientCapabilities) -> None:
+        caps.workspace.configuration = False  # the settings come in the notification itself: no pull
+
+    words = "rotary embedding attention theta rope norm layer mlp dropout cache"
+    lines = (json.dumps({"id": f"bulk-{i:05d}", "name": f"bulk-run-{i}", "status": "succeeded",
+                         "conclusion": words, "notes": f"{words} run {i}"}) for i in range(20_000))
+    (workspace / ".soma" / "pool" / "bulk.jsonl").write_text("\n".join(lines) + "\n")
+    session = await start_session("visual-studio-code", tweak=no_configuration)
+    uri = session.open(TRANSFORMER)
+    refreshes = session.lens_refreshes
+    asked = asyncio.ensure_future(session.lenses(uri))
+    await asyncio.sleep(0.02)  # the request is in, its lenses being computed
+    session.client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(
+        settings={"soma": {"codeLens": {"enabled": False}}}))
+    if await asked:
+        await wait_until(lambda: session.lens_refreshes > refreshes)
+    assert await session.lenses(uri) == []

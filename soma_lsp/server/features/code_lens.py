@@ -222,6 +222,8 @@ async def code_lens(session: Session, states: LensStates, params: lsp.CodeLensPa
         lenses = await session.run_query(compute, await session.snapshot_at(uri))  # not open: compute without keeping
     else:
         lenses = await recompute(session, states, uri, refresh=False)
+    if not session.settings.code_lens:  # turned off while these were computed: the refresh that change
+        return []                        # asked for may have gone out before this answer, which must not undo it
     return [lens.to_lsp() for lens in lenses]
 
 
