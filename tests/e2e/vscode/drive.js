@@ -247,13 +247,18 @@ async function tour(page) {
       await page.waitForTimeout(250);
       n = await lenses.count();
     }
+    let back = false;
     if (n === 0) {
       // not just a repaint: still none a moment later
       await page.waitForTimeout(2000);
       n = await lenses.count();
+      back = n > 0;
     }
     await page.screenshot({ path: path.join(OUT, 'lenses-off.png') });
-    if (n > 0) throw new Error(`${n} code lenses still shown 30 s after turning soma.codeLens.enabled off`);
+    if (n > 0) {
+      throw new Error(back ? `${n} code lenses gone, then shown again after turning soma.codeLens.enabled off`
+        : `${n} code lenses still shown 30 s after turning soma.codeLens.enabled off`);
+    }
     return { visibleLenses: n };
   });
 }
