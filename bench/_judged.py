@@ -22,11 +22,12 @@ QUALITY = Path(__file__).resolve().parent / "quality"
 WORKSPACES = ("llm_torch", "vit_flax", "ppo_keras")
 #: The fresh part: workspaces written and judged after the levers were tuned, every probe held out and
 #: reported on its own (`fresh`), so that a lever fitted to the first set shows whether it generalises.
-FRESH = ("neox_torch", "ppo_jax", "unet_hydra", "asr_lightning", "detr_torch")
+FRESH = ("neox_torch", "ppo_jax", "unet_hydra", "asr_lightning", "detr_torch", "sac_flax")
 #: The fresh workspaces no lever has been fitted to (a subset of FRESH): once a fresh workspace's misses
 #: are read to find a lever it is tune data, reported as `fresh`; these are reported as `untouched`.
 #: `detr_torch` since the eighth round (docs/benchmarks.md § Quality, try 105), when `asr_lightning`'s misses
-#: were read (tries 94–104) and it became tune data.
+#: were read (tries 94–104) and it became tune data. `sac_flax` (judged 2026-12-06, branch judge7) is fresh and
+#: not yet scored; it becomes the untouched check when it is first scored, at the merge.
 UNTOUCHED = ("detr_torch",)
 ANCHOR = datetime(2026, 12, 1, tzinfo=timezone.utc)
 KINDS = ("paraphrase", "old-dead-end", "knob", "sibling", "plain")
