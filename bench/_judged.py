@@ -25,10 +25,9 @@ WORKSPACES = ("llm_torch", "vit_flax", "ppo_keras")
 FRESH = ("neox_torch", "ppo_jax", "unet_hydra", "asr_lightning", "detr_torch", "sac_flax")
 #: The fresh workspaces no lever has been fitted to (a subset of FRESH): once a fresh workspace's misses
 #: are read to find a lever it is tune data, reported as `fresh`; these are reported as `untouched`.
-#: `detr_torch` since the eighth round (docs/benchmarks.md § Quality, try 105), when `asr_lightning`'s misses
-#: were read (tries 94–104) and it became tune data. `sac_flax` (judged 2026-12-06, branch judge7) is fresh and
-#: not yet scored; it becomes the untouched check when it is first scored, at the merge.
-UNTOUCHED = ("detr_torch",)
+#: `sac_flax` since the ninth round (docs/benchmarks.md § Quality, try 117): written apart (branch `judge7`)
+#: while `detr_torch`'s misses were read (tries 108–116), which made that one tune data.
+UNTOUCHED = ("sac_flax",)
 ANCHOR = datetime(2026, 12, 1, tzinfo=timezone.utc)
 KINDS = ("paraphrase", "old-dead-end", "knob", "sibling", "plain")
 OLD = timedelta(days=182)  # "older than 6 months", for the `old-dead-end` kind
