@@ -25,9 +25,9 @@ WORKSPACES = ("llm_torch", "vit_flax", "ppo_keras")
 FRESH = ("neox_torch", "ppo_jax", "unet_hydra", "asr_lightning", "detr_torch")
 #: The fresh workspaces no lever has been fitted to (a subset of FRESH): once a fresh workspace's misses
 #: are read to find a lever it is tune data, reported as `fresh`; these are reported as `untouched`.
-#: `detr_torch` since the eighth round (docs/benchmarks.md § Quality, try 105), when `asr_lightning`'s misses
-#: were read (tries 94–104) and it became tune data.
-UNTOUCHED = ("detr_torch",)
+#: None in the ninth round (docs/benchmarks.md § Quality, tries 108–), which read `detr_torch`'s misses;
+#: the next fresh workspace takes its place at the merge.
+UNTOUCHED = ()
 ANCHOR = datetime(2026, 12, 1, tzinfo=timezone.utc)
 KINDS = ("paraphrase", "old-dead-end", "knob", "sibling", "plain")
 OLD = timedelta(days=182)  # "older than 6 months", for the `old-dead-end` kind
