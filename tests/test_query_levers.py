@@ -193,6 +193,9 @@ def test_on_a_functions_own_name_its_defaults_are_no_knob_asked():
     source = "def postprocess(outputs, sizes, focal_loss=False, top_k=100):\n    return outputs\n"
     on_name = build_query(source, "p.py", position=(0, 6), scope="find")
     assert on_name.hints.settings == ()  # the function is asked, not its defaults
+    sampler = "def ddim_sample_loop(model, sample_steps=50, eta=0.0):\n    return model\n"
+    assert build_query(sampler, "s.py", position=(0, 6), scope="find").hints.settings == (
+        ("sample_steps", "50.0", "50"),)  # … but for one its name shares a word with
     on_default = build_query(source, "p.py", position=(0, 36), scope="find")
     assert on_default.hints.knob == "focal_loss" and ("focal_loss", "false", "False") in on_default.hints.settings
 

@@ -389,8 +389,10 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
             and pos[0] == scope_def.name_range[0][0]:
         # lever `knob`: the cursor on a function's own name asks about the function, not about the
         # defaults of its signature (`def postprocess(…, focal_loss=False)` put every focal-loss run
-        # first; docs/benchmarks.md § Quality, try 109) — on one of the defaults, that one is asked
-        settings = ()
+        # first) — but for those sharing a word with its name (`ddim_sample_loop`'s `sample_steps=50`);
+        # on one of the defaults, that one is asked (docs/benchmarks.md § Quality, tries 109, 115)
+        named = set(tokenize(word))
+        settings = tuple(s for s in settings if named.intersection(tokenize(s[0])))
     return BuiltQuery(text, arch, scope_def, word, basis,
                       (index.position(start), index.position(end)), doc.lang, word_range, _ask(text, word),
                       hints=Hints(focus, settings, groups, tuple(tokenize(word)) if word else (),

@@ -35,7 +35,8 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   a value (`prediction: v`); and the word under the cursor, when its line sets no value for it, is a
   knob too: the runs about it come in the tier (`guidance_scale` in `uncond + guidance_scale * …`).
   On a line setting several knobs (a signature's defaults) the one under the cursor is the one asked;
-  on a function's own name, none (the function is asked, not its defaults). Runs named after the knob
+  on a function's own name, only those sharing a word with it (the function is asked, not its
+  defaults: `sample_steps=50` of `ddim_sample_loop`, not `focal_loss=False` of `postprocess`). Runs named after the knob
   alone (`lr-2e-4`) come before runs whose name qualifies it (`backbone-lr-1e-4`).
 * `siblings` — records of the same experiment as a tier's, a tied or the top record (same name stem
   at another setting, "re-run of" its name) follow it right after it.
