@@ -187,3 +187,30 @@ def test_a_class_name_line_holds_the_settings_its_constructor_takes():
     assert "dither" not in in_body.hints.focus
     assert build_query(source, "f.py", position=(0, 8), scope="find",
                        levers=replace(ALL_ON, cursor=False)).hints.focus == ()
+
+
+def test_on_a_functions_own_name_its_defaults_are_no_knob_asked():
+    source = "def postprocess(outputs, sizes, focal_loss=False, top_k=100):\n    return outputs\n"
+    on_name = build_query(source, "p.py", position=(0, 6), scope="find")
+    assert on_name.hints.settings == ()  # the function is asked, not its defaults
+    sampler = "def ddim_sample_loop(model, sample_steps=50, eta=0.0):\n    return model\n"
+    assert build_query(sampler, "s.py", position=(0, 6), scope="find").hints.settings == (
+        ("sample_steps", "50.0", "50"),)  # … but for one its name shares a word with
+    on_default = build_query(source, "p.py", position=(0, 36), scope="find")
+    assert on_default.hints.knob == "focal_loss" and ("focal_loss", "false", "False") in on_default.hints.settings
+
+
+def test_a_line_opening_a_bracket_holds_the_statement_up_to_its_close():
+    source = ("def main(args, model):\n"
+              "    param_dicts = [\n"
+              "        {\"params\": model.head},\n"
+              "        {\"params\": model.backbone, \"lr\": args.lr_backbone},\n"
+              "    ]\n"
+              "    optimizer = AdamW(param_dicts, weight_decay=args.weight_decay)\n")
+    built = build_query(source, "main.py", position=(1, 6), scope="find")
+    assert {"dicts", "head", "backbone", "lr"} <= set(built.hints.focus)
+    assert "optimizer" not in built.hints.focus and "weight" not in built.hints.focus  # the statement ends at `]`
+    closed = build_query(source, "main.py", position=(5, 6), scope="find")
+    assert "backbone" not in closed.hints.focus  # a closed line is itself
+    assert build_query(source, "main.py", position=(1, 6), scope="find",
+                       levers=replace(ALL_ON, cursor=False)).hints.focus == ()

@@ -11,7 +11,7 @@ import pytest
 from soma_lsp.query import ALL_ON, Hints, Levers
 from soma_lsp.records import parse_record
 from soma_lsp.retrieval import LiveIndex, RetrievalQuery
-from soma_lsp.server.evidence import focus_order, name_stem, names_the_word, off_the_line, with_forms
+from soma_lsp.server.evidence import focus_order, name_stem, names_only, names_the_word, off_the_line, with_forms
 from soma_lsp.server.related import Tied, find_related
 from soma_lsp.server.standing import DEAD_END_SHARE, OLD_RUN_SHARE, lift
 
@@ -191,6 +191,21 @@ def test_on_a_line_setting_several_knobs_the_one_under_the_cursor_is_asked():
     elsewhere = find_related(idx, ask, (), min_score=0.3, limit=None, hints=Hints(settings=line, knob="def"),
                              levers=replace(ALL_ON, siblings=False))
     assert ids(elsewhere)[0] == "fw15"  # (no knob under the cursor: the whole line, same value first)
+
+
+def test_the_runs_named_after_the_knob_alone_come_before_those_that_qualify_it():
+    raw = [{"id": "bb4", "name": "backbone-lr-1e-4", "status": "failed", "notes": "lr_backbone=1e-4, lr=1e-4",
+            "finished_at": "2024-12-01T00:00:00Z", "conclusion": "the CNN at the transformer's rate forgot its features"},
+           {"id": "bb5", "name": "backbone-lr-1e-5", "notes": "lr_backbone=1e-5; control of the backbone lr sweep",
+            "finished_at": "2025-01-01T00:00:00Z", "conclusion": "ten times lower for the CNN is best"},
+           {"id": "lr2", "name": "lr-2e-4", "status": "failed", "notes": "lr=2e-4",
+            "finished_at": "2025-01-01T00:00:00Z", "conclusion": "loss spikes, diverged"}]
+    hints = Hints(settings=(("lr", "0.0001", "1e-4"),), knob="lr")
+    related = find_related(with_fillers(raw), query("lr"), (), min_score=0.3, limit=None, hints=hints)
+    assert ids(related)[:3] == ["lr2", "bb4", "bb5"]  # the lr sweep's arm, then the backbone-lr run and its sibling
+    assert dict(related.labels)["lr2"].startswith("same knob: lr = 2e-4")
+    assert names_only(parse_record(raw[2]), ["lr"]) and not names_only(parse_record(raw[0]), ["lr"])
+    assert names_only(parse_record({"id": "w", "name": "warmup-2000"}), ["warmup_steps"])
 
 
 def test_the_word_under_the_cursor_is_evidence_enough_when_asked_not_in_a_hover():

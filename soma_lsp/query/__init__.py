@@ -270,7 +270,31 @@ def _line_names(doc, pos: Position | None, basis: str, levers: Levers) -> list[s
     if not levers.cursor or pos is None or basis not in ("definition", "statement", "file"):
         return []
     line = doc.index.lines[pos[0]] if 0 <= pos[0] < len(doc.index.lines) else ""
+    if doc.has_grammar:
+        line = _statement_lines(doc, pos[0])
     return _identifiers(line, code_noise(doc.lang) | STOP_WORDS)
+
+
+_OPEN, _CLOSE = "([{", ")]}"
+#: How many lines a statement opened on the cursor's line is followed for (lever `cursor`).
+STATEMENT_LINES = 8
+
+
+def _statement_lines(doc, row: int) -> str:
+    """The cursor's line and, when it opens brackets it does not close (`param_dicts = [`,
+    `parser.add_argument(`), the lines up to the one that closes them, at most `STATEMENT_LINES` (lever
+    `cursor`): the statement the user points at is one line of the editor's but several of the file's
+    (`"lr": args.lr_backbone` two lines below `param_dicts = [`; docs/benchmarks.md § Quality, try 110)."""
+    lines, masked = doc.index.lines, doc.masked
+    depth, last = 0, row
+    while last < len(lines) and last < row + STATEMENT_LINES:
+        start = doc.index.starts[last]
+        for ch in masked[start:start + len(lines[last])]:
+            depth += (ch in _OPEN) - (ch in _CLOSE)
+        if depth <= 0:
+            break
+        last += 1
+    return "\n".join(lines[row:min(last, len(lines) - 1) + 1])
 
 
 def line_knobs(line: str, config: bool = False) -> tuple[tuple[str, str, str], ...]:
@@ -361,6 +385,14 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
     cls = _class_of(doc, scope_def) if levers.class_bag and basis == "definition" else None
     arch = _bag(doc, start, end, whole=basis == "file", cls=cls)
     settings = _line_settings(doc, pos, levers)
+    if scope_def is not None and scope_def.kind != "class" and word == scope_def.name \
+            and pos[0] == scope_def.name_range[0][0]:
+        # lever `knob`: the cursor on a function's own name asks about the function, not about the
+        # defaults of its signature (`def postprocess(…, focal_loss=False)` put every focal-loss run
+        # first) — but for those sharing a word with its name (`ddim_sample_loop`'s `sample_steps=50`);
+        # on one of the defaults, that one is asked (docs/benchmarks.md § Quality, tries 109, 115)
+        named = set(tokenize(word))
+        settings = tuple(s for s in settings if named.intersection(tokenize(s[0])))
     return BuiltQuery(text, arch, scope_def, word, basis,
                       (index.position(start), index.position(end)), doc.lang, word_range, _ask(text, word),
                       hints=Hints(focus, settings, groups, tuple(tokenize(word)) if word else (),

@@ -16,7 +16,8 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   and in find-related a record matching the word under the cursor passes the gate's evidence rule
   with that one term (the word the user points at is no coincidence). On a class's name line, the
   settings its `__init__` takes (`n_mels=80, hop_length=160`) are of the line too: what a run changes
-  in a class.
+  in a class. A line that opens brackets it does not close (`param_dicts = [`) holds the lines up to
+  the one that closes them: one statement.
 * `class_bag` — a method's component bag is its class's (`__init__`, `setup`, `build`, `@compact`
   all build the parts `forward`/`__call__`/`call` use), and a class's own name and bases join it.
 * `aliases` — the curated ML vocabulary of `vocabulary.ALIASES` (`freqs_cis` ↔ rotary/RoPE,
@@ -33,7 +34,10 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   value it set is in its name (`width-128` for `model_channels=128`); in a config file a bare word is
   a value (`prediction: v`); and the word under the cursor, when its line sets no value for it, is a
   knob too: the runs about it come in the tier (`guidance_scale` in `uncond + guidance_scale * …`).
-  On a line setting several knobs (a signature's defaults) the one under the cursor is the one asked.
+  On a line setting several knobs (a signature's defaults) the one under the cursor is the one asked;
+  on a function's own name, only those sharing a word with it (the function is asked, not its
+  defaults: `sample_steps=50` of `ddim_sample_loop`, not `focal_loss=False` of `postprocess`). Runs named after the knob
+  alone (`lr-2e-4`) come before runs whose name qualifies it (`backbone-lr-1e-4`).
 * `siblings` — records of the same experiment as a tier's, a tied or the top record (same name stem
   at another setting, "re-run of" its name) follow it right after it.
 * `dead_ends` — a dead end hardly ages: the gate and the order read a dead end's score with 0.75 of

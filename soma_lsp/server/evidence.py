@@ -420,7 +420,9 @@ def knob_front(index: LiveIndex, settings: Sequence[tuple[str, str, str]], point
     in the ranking. When the line sets several knobs (a signature's defaults, `freq_masks=2,
     freq_width=27, time_masks=10`) and the cursor is on one, that one is asked: the others' runs (an
     arm of the `freq_width` sweep, which shares `freq_masks=2` with the line) are no evidence about
-    `time_masks`, and keep their place in the ranking (docs/benchmarks.md § Quality, try 94)."""
+    `time_masks`, and keep their place in the ranking (docs/benchmarks.md § Quality, try 94). Runs named
+    after the knob alone (`lr-2e-4` for `lr`) come before those whose name qualifies it
+    (`backbone-lr-1e-4`, about the backbone's own rate, and its sweep's arms): `names_only`, try 108."""
     if pointed in {knob for knob, _, _ in settings}:
         settings, pointed = [s for s in settings if s[0] == pointed], ""
     knobs = [knob for knob, _, _ in settings]
@@ -438,7 +440,18 @@ def knob_front(index: LiveIndex, settings: Sequence[tuple[str, str, str]], point
         seen = {record_id for record_id, _ in about}
         about += [(record_id, f"sets {pointed} = {text}") for record_id, value, text in rows
                   if record_id not in seen and is_about(index.get(record_id), pointed, Knob(value, text))]
+    about.sort(key=lambda item: not names_only(index.get(item[0]), [*knobs, pointed]))
     return about + passing
+
+
+def names_only(record: Record | None, knobs: Sequence[str]) -> bool:
+    """Whether a run's name, its settings left out (`name_stem`), holds only words of one of these knobs
+    (`lr-2e-4` for `lr`, `warmup-2000` for `warmup_steps`; not `backbone-lr-1e-4`, a run about the
+    backbone's own rate that only shares `lr` with the knob)."""
+    if record is None:
+        return False
+    stem = set(name_stem(record.name).split("-")) - {""}
+    return bool(stem) and any(stem <= set(k.lower().split("_")) for k in knobs if k)
 
 
 # -- siblings ------------------------------------------------------------------------------------------
@@ -477,5 +490,5 @@ def siblings_of(index: LiveIndex, anchors: Iterable[Record], exclude: set[str]) 
 
 
 __all__ = ["COMPONENT_BONUS", "FOCUS_BONUS", "MIN_STRENGTH", "NAME_BONUS", "WORD_BONUS", "focus_order", "is_about",
-           "knob_front", "knob_tier", "name_stem", "names_the_word", "off_the_line", "siblings_of", "strong",
+           "knob_front", "knob_tier", "name_stem", "names_only", "names_the_word", "off_the_line", "siblings_of", "strong",
            "with_forms"]
