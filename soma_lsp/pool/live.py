@@ -229,6 +229,15 @@ class LivePool:
             self.unsaved = False
         log.info("pool restored from %s: %d records", self.snapshot_path, len(self._visible))
 
+    def settle_lines(self) -> None:
+        """Take the lines' digests that the first reads of big `.jsonl` files left for later
+        (`pool.lines`): once the load's result is out, before a change to such a file needs them."""
+        with self._lock:
+            tables = [load.line_records for load in self._files.values()
+                      if load.line_records is not None and load.line_records.pending]
+        for table in tables:
+            table.settle()
+
     def save_snapshot(self) -> bool:
         """Write the snapshot of the pool as it stands (a consistent cut: no update is applied while
         it is taken; records are encoded after). False when there is nowhere to write or it failed."""

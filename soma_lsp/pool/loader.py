@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
-import hashlib
+import functools
 import json
 import os
 import re
@@ -38,7 +38,7 @@ import yaml
 
 from ..records import Record, RecordError, Source, decode_record, kind_of, parse_record, record_errors
 from ..stored import RecordList
-from .lines import DIGEST_BYTES, LineDigests
+from .lines import Changed, LineDigests, digest
 from .problems import FileProblems, Problem
 
 MiB = 1 << 20
@@ -48,6 +48,7 @@ YAML_EXPANSION_LIMIT = 1_000_000  # nodes a document may expand to through alias
 PROGRESS_BYTES = 4 * MiB
 BOM = b"\xef\xbb\xbf"
 RACY_NS = 2_000_000_000  # a file whose mtime or ctime is this recent keeps no stamp (see FileLoad.stamp)
+DIGESTS_LATER_BYTES = MiB  # a first read of a `.jsonl` file this big leaves its lines' digests for later (pool.lines)
 #: a stamp's layout (`stamp_of`): size, mtime_ns, ctime_ns, inode, device
 STAMP = struct.Struct("<QqqQQ")
 #: an inode or device number kept to its low 64 bits: Windows' ReFS gives 128-bit file ids and macOS a
@@ -135,7 +136,7 @@ def _read(path: str, out: FileLoad, max_json_bytes: int, max_yaml_bytes: int,
             if time.time_ns() - max(status.st_mtime_ns, status.st_ctime_ns) >= RACY_NS:
                 out.stamp = stamp_of(status)
             if fmt == "jsonl":
-                _load_jsonl(f, out, max_json_bytes, progress, previous, batch)
+                _load_jsonl(f, out, max_json_bytes, progress, previous, batch, size >= DIGESTS_LATER_BYTES)
                 return
             limit = max_yaml_bytes if fmt == "yaml" else max_json_bytes
             if size > limit:
@@ -462,15 +463,35 @@ def decode_line(line: bytes) -> Any:
         return _decode_json(line.decode("utf-8"))
 
 
+def lines_again(path: str, stamp: bytes, max_line: int) -> Iterator[tuple[int, bytes | None]]:
+    """(number, bytes) of each non-blank line of the `.jsonl` file at `path` as `jsonl_lines` read it
+    when its stamp was `stamp`; raises `lines.Changed` if it is not that file any more, checked when
+    opened and once read to the end (a `LineDigests.later` table's lines)."""
+    f, status = open_regular(path)
+    with f:
+        if stamp_of(status) != stamp:
+            raise Changed
+        for number, line, _ in jsonl_lines(f, max_line):
+            yield number, line
+        if stamp_of(os.fstat(f.fileno())) != stamp:
+            raise Changed
+
+
 def _load_jsonl(f, out: FileLoad, max_line: int, progress: Callable[[int], None] | None,
-                previous: FileLoad | None, batch: Parts | None) -> None:
-    """One record per non-empty line, streamed; a bad line is reported and the next one still loads."""
+                previous: FileLoad | None, batch: Parts | None, big: bool = False) -> None:
+    """One record per non-empty line, streamed; a bad line is reported and the next one still loads.
+    The lines' digests of a `big` file's first read (with a stamp to find it unchanged by) are taken
+    later (`LineDigests.later`)."""
     path = out.path
     reported = read = 0
     part_end = batch.end if batch is not None else -1
-    line_records = out.line_records = LineDigests()
     known_lines = (previous.line_records if previous is not None else None) or LineDigests()
+    known_lines.settle()  # (a table left for later is settled here, if it was not: empty if the file changed)
     reusing = len(known_lines) > 0
+    stamp = out.stamp
+    later = big and not reusing and stamp is not None
+    line_records = out.line_records = LineDigests.later(functools.partial(lines_again, path, stamp, max_line)) \
+        if later else LineDigests()
     if reusing:
         known_items = previous.records
         if isinstance(known_items, RecordList):  # restored: keep unbuilt records unbuilt
@@ -478,7 +499,6 @@ def _load_jsonl(f, out: FileLoad, max_line: int, progress: Callable[[int], None]
         line_problems: dict[int, list[Problem]] = {}  # a valid record's line has only its warnings
         for problem in previous.problems:
             line_problems.setdefault(problem.line, []).append(problem)
-    digest = hashlib.blake2b
     for number, line, read in jsonl_lines(f, max_line):
         if number >= part_end >= 0:  # every line before `part_end` is read: hand that prefix over
             part_end = batch.cut(out)
@@ -489,7 +509,7 @@ def _load_jsonl(f, out: FileLoad, max_line: int, progress: Callable[[int], None]
             out.problems.append(Problem(path, number, "", f"line longer than {max_line // MiB} MiB; skipped",
                                         "error", "too-large"))
             continue
-        key = digest(line, digest_size=DIGEST_BYTES).digest()
+        key = None if later else digest(line)
         known = known_lines.get(key) if reusing else None
         if known is not None:  # an unchanged line: the same record, at its (possibly new) line
             position, known_line = known

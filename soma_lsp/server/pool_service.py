@@ -150,8 +150,8 @@ class PoolService:
             session.spawn(self._save_when_idle(pool))
 
     async def _save_when_idle(self, pool: LivePool) -> None:
-        """`save_snapshot` once requests have left the server alone for `SNAPSHOT_IDLE` seconds (or
-        after `SNAPSHOT_WAIT` in all). Its first step copies the pool's state whole, in Python, under the
+        """`settle_after_load` once requests have left the server alone for `SNAPSHOT_IDLE` seconds (or
+        after `SNAPSHOT_WAIT` in all). The snapshot's first step copies the pool's state whole, in Python, under the
         index's lock (at 1M records ≈ 0.4 s of CPU, not divisible into steps that could stand aside),
         and the first hovers come right after a load: begun at once, it was what the first hover after
         a 1M load waited for, 70–430 ms (docs/benchmarks.md § 1M)."""
@@ -159,7 +159,16 @@ class PoolService:
         deadline = loop.time() + SNAPSHOT_WAIT
         while (wait := SNAPSHOT_IDLE - foreground.idle()) > 0 and loop.time() < deadline:
             await asyncio.sleep(min(wait, max(0.0, deadline - loop.time())))
-        self.session.submit_pool(self.save_snapshot, pool)
+        self.session.submit_pool(self.settle_after_load, pool)
+
+    def settle_after_load(self, pool: LivePool) -> None:
+        """What the load left for after its result: the big `.jsonl` files' line digests (which a
+        change to one of them needs, snapshot or not: `LivePool.settle_lines`), then the snapshot."""
+        try:
+            pool.settle_lines()
+        except Exception:  # noqa: BLE001 - a re-read settles what is left itself
+            log.exception("taking the lines' digests failed")
+        self.save_snapshot(pool)
 
     def save_snapshot(self, pool: LivePool | None = None) -> None:
         """Write the pool's snapshot if it changed since it was restored or saved (never raises)."""
