@@ -101,7 +101,7 @@ class _Ranking(_ExactPass, _ApproximatePass):
             common = np.flatnonzero(self._components.doc_freq * tuning.PRESENCE_FRACTION >= self._columns.size)
         shapes = [lambda query=query: self._static_part(self._resolve(query)) for query in queries]
         presence = [lambda key=key: self._presence(key) for key in common.tolist()]
-        for step in (self._length_norm, self._dense_fraction, self._dead, *(s._sampled for s in segments), *presence,
+        for step in (self._length_norm, self._length_norm32, self._dense_fraction, self._dead, *(s._sampled for s in segments), *presence,
                      *shapes):
             with self._lock:
                 if self._layout != layout:
