@@ -58,8 +58,8 @@ class _ApproximatePass:
         """Each of the n contributions is within c·u of its exact value (u = 2⁻²⁴, c =
         APPROXIMATE_CONTRIBUTION_ULPS) and added once in float32, off by at most u relative on sums of
         positive values, so (2n + c)·u bounds the relative error; ε is twice that, for safety."""
-        norm, n = self._length_norm32(), len(self._slot_of)
-        dense = self._dense_fraction() * self._terms.doc_freq[q.keys] >= n
+        norm = self._length_norm32()
+        dense = self._dense(q.keys)
         vectors = [self._contributions.dense(self._layout, self._terms.segments, key, idf_t, norm)
                    for key, idf_t, is_dense in zip(q.keys.tolist(), q.idf, dense.tolist()) if is_dense]
         if len(vectors) >= 2:  # the error bound holds in any order of addition: dense terms first
@@ -190,6 +190,23 @@ class _ApproximatePass:
                 delta += float(w["recency"].max(initial=0.0))
         score.flags.writeable = False
         return score, delta
+
+    def _dense(self, keys: np.ndarray) -> np.ndarray:
+        """Which of these terms are added as dense vectors (`contributions`' rule), not scattered."""
+        return self._dense_fraction() * self._terms.doc_freq[keys] >= len(self._slot_of)
+
+    def _made_ahead(self, key: int, idf_t: float) -> None:
+        """Make this term's contributions as `_approximated` takes them from the cache, ahead of the
+        query about to ask it (`warm`) — unless the cache holds 1/WARM_SHARE of its budget already."""
+        if self._contributions.holding(self._layout) * tuning.WARM_SHARE >= self._contributions.budget:
+            return
+        norm = self._length_norm32()
+        if self._dense(np.array([key]))[0]:
+            self._contributions.dense(self._layout, self._terms.segments, key, idf_t, norm)
+            return
+        wide = self._contributions.fits_wide(self._terms.posted)
+        for segment in self._terms.segments:
+            self._contributions.sparse(self._layout, segment, key, idf_t, norm, wide)
 
     def _length_norm32(self) -> np.ndarray:
         """The length norms rounded to float32, for the approximate contributions (kept per layout:

@@ -68,6 +68,10 @@ class _Contributions:
             self.held -= held
         return value
 
+    def holding(self, layout: int) -> int:
+        """Bytes held for this layout (an older layout's parts go at the next look-up)."""
+        return self.held if layout == self.layout else 0
+
     def sparse(self, layout: int, segment: _Segment, key: int, idf_t: float, norm32: np.ndarray,
                wide: bool) -> tuple[np.ndarray, np.ndarray] | None:
         """(slots, contributions) of this term in this segment, or None when it has no postings there
