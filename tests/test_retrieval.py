@@ -4,6 +4,7 @@ import math
 import random
 from datetime import datetime, timedelta, timezone
 
+import numpy as np
 import pytest
 
 from soma_lsp.records import parse_record
@@ -381,3 +382,38 @@ def test_a_warmed_index_makes_nothing_a_query_of_a_warmed_shape_needs_and_ranks_
     index.update(add=[rec("exp-new", "rope")])  # a new layout: made again by the query that needs it
     with pytest.raises(pytest.fail.Exception):
         index.rank(asked)
+
+
+def test_a_warm_makes_the_contributions_of_the_words_it_is_given_and_ranks_the_same(monkeypatch):
+    """`warm` with the texts of the questions about to be asked makes their words' contributions, sparse
+    (per segment) and dense alike, as the query would take them: the query makes none and ranks as a
+    cold index does. Words no record holds are skipped."""
+    from soma_lsp.retrieval.index import contributions
+
+    records = [rec(f"exp-{i}", f"rope {'theta' if i % 10 == 0 else 'gate'} {i}") for i in range(40)]
+    asked = RetrievalQuery(text="rope theta gate", now=NOW, limit=5)
+    cold = LiveIndex(records[:20])
+    cold.update(add=records[20:])
+    answer = cold.rank(asked)
+    index = LiveIndex(records[:20])
+    index.update(add=records[20:])  # two segments
+    index.warm([], ["def f(): rope + theta", "gate unheard"])
+    rope, theta, gate = index._terms.keys_of(["rope", "theta", "gate"]).tolist()
+    assert index._dense(np.array([rope, theta, gate])).tolist() == [True, False, True]  # theta: 4 records in 40
+    assert set(index._contributions.parts) == {("dense", rope), ("dense", gate),
+                                                *((segment, theta) for segment in index._terms.segments)}
+    assert len(index._terms.segments) == 2
+    monkeypatch.setattr(contributions, "_approximate_contribution", lambda *a: pytest.fail("made again"))
+    assert index.rank(asked) == answer
+
+
+def test_a_warm_fills_at_most_a_share_of_the_contribution_budget(monkeypatch):
+    """The words are made in their order until the cache holds 1/WARM_SHARE of its budget: a budget
+    whose share one word's contributions fill leaves the second word for its query."""
+    from soma_lsp.retrieval.index import tuning
+
+    index = LiveIndex([rec(f"exp-{i}", f"rope theta {i}") for i in range(400)])
+    (rope, theta) = index._terms.keys_of(["rope", "theta"]).tolist()
+    index._contributions.budget = tuning.WARM_SHARE * 4 * 400  # one word's float32 contributions
+    index.warm([], ["theta rope"])
+    assert [key for _, key in index._contributions.parts] == [theta]

@@ -34,8 +34,9 @@ from .. import foreground
 from ..pool import LivePool, PoolChange, PoolWatcher, pool_roots
 from ..pool.snapshot import cache_directory
 from ..pool.trackers.follow import TrackerFollower
+from ..query import build_query, definitions
 from ..retrieval import LiveIndex, RetrievalQuery
-from . import convert, settings as settings_module
+from . import convert, evidence, settings as settings_module
 from .progress import IndexingProgress
 from .session import Session, to_the_minute
 from .settings import Settings
@@ -191,7 +192,7 @@ class PoolService:
         started = time.perf_counter()
         try:
             await session.run_pool(pool.load, progress.threadsafe_report)
-            await session.run_pool(self._warm, pool.index)
+            await session.run_pool(self._warm, pool.index, session.open_sources())
         except Exception as error:  # noqa: BLE001 - a pool that fails to load leaves the server up
             log.exception("loading the pool failed")
             session.show_message(f"soma: loading the experiment pool failed: {error}", lsp.MessageType.Error)
@@ -208,18 +209,30 @@ class PoolService:
         session.log_message(f"soma: {text} ({', '.join(pool.roots)})")
         self.send_status(pool)
 
-    def _warm(self, index: LiveIndex) -> None:
+    def _warm(self, index: LiveIndex, sources: dict[str, str]) -> None:
         """The index's once-per-layout work for a hover's two shapes — in a file whose scope builds
-        components and in one that does not — made before the load is said to be over, not by the
-        first hover after it (`LiveIndex.warm`; never raises: the first query makes it otherwise)."""
+        components and in one that does not — and for the words of the hovers of the definitions of
+        the open documents (`sources`, path → text; the last opened first), made before the load is
+        said to be over, not by the first hovers after it (`LiveIndex.warm`; never raises: the first
+        query makes it otherwise)."""
         settings = self.session.settings
         now = to_the_minute(self.session.now())
         shapes = [RetrievalQuery(text="warm", architecture=bag, now=now, half_life_days=settings.half_life_days,
                                  weights=settings.weights) for bag in (("warm",), None)]
         try:
-            index.warm(shapes)
+            index.warm(shapes, [self._hover_text(index, source, path, d.name_range[0])
+                                for path, source in reversed(sources.items()) for d in definitions(source, path)])
         except Exception:  # noqa: BLE001 - an optimisation
             log.exception("warming the index failed")
+
+    def _hover_text(self, index: LiveIndex, source: str, path: str, position: tuple[int, int]) -> str:
+        """The words a hover at this position ranks with: its scope's, and the pool's spellings of
+        its line's words (lever `forms`, as `related.find_related` adds them)."""
+        levers = self.session.settings.levers
+        built = build_query(source, path, position=position, scope="hover", levers=levers)
+        if not levers.forms:
+            return built.ask
+        return evidence.with_forms(index, RetrievalQuery(text=built.ask), built.hints.focus + built.hints.word).text
 
     def _follow(self, pool: LivePool) -> None:
         """`pool_changed` after each of this pool's batches (and no longer after the previous pool's)."""

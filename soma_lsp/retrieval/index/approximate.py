@@ -5,11 +5,12 @@ Exact, not approximately exact: float32 is used only to choose which slots to sc
 component and order `rank` returns is the float64 value of the exact step (`exact`).
 
 Why the bound holds. Let u = 2⁻²⁴, float32's unit roundoff.
-* bm25 (`_approximate`): each of a query's n contributions idf·tf_part is computed in float64,
-  rounded to float32 once, and added once in float32. Every step is off by at most u relative, and
-  the values are all positive, so no cancellation can magnify an error: the float32 sum is within a
-  relative (2n + 1)·u of the exact one, in any order of addition (so dense terms may go first). ε is
-  twice that, for safety.
+* bm25 (`_approximate`): each of a query's n contributions idf·tf_part is computed in float32
+  arithmetic within a relative c·u of the exact value (c = APPROXIMATE_CONTRIBUTION_ULPS = 6: five
+  roundings, `contributions._approximate_contribution`), and added once in float32 (u each). The
+  values are all positive, so no cancellation can magnify an error: the float32 sum is within a
+  relative (n − 1)·u + c·u + O(u²) < (2n + c)·u of the exact one, in any order of addition (so dense
+  terms may go first). ε is twice that, for safety.
 * lexical = bm25 / max bm25 is a ratio of two values each within ε: within 3ε, times w' ≤ 1.
 * the rest of the score (`_candidates`): a few float32 roundings of values ≤ 1, each off by at most
   u: 64·u bounds their sum's error; plus (2m + 8)·u for the structural term of a query with m
@@ -33,6 +34,7 @@ import numpy as np
 
 from .. import terms as T
 from . import tuning
+from .contributions import APPROXIMATE_CONTRIBUTION_ULPS
 from .kept import kept
 
 if TYPE_CHECKING:
@@ -53,11 +55,11 @@ class _ApproximatePass:
         return kept(approximations, q.keys.tobytes(), lambda: self._approximated(q), tuning.APPROXIMATIONS_KEPT)
 
     def _approximated(self, q: "_Query") -> "_Approximate":
-        """Each of the n contributions is rounded to float32 once and added once in float32, each step
-        off by at most u = 2⁻²⁴ relative on sums of positive values, so (2n + 1)·u bounds the
-        relative error; ε is twice that, for safety."""
-        norm, n = self._length_norm(), len(self._slot_of)
-        dense = self._dense_fraction() * self._terms.doc_freq[q.keys] >= n
+        """Each of the n contributions is within c·u of its exact value (u = 2⁻²⁴, c =
+        APPROXIMATE_CONTRIBUTION_ULPS) and added once in float32, off by at most u relative on sums of
+        positive values, so (2n + c)·u bounds the relative error; ε is twice that, for safety."""
+        norm = self._length_norm32()
+        dense = self._dense(q.keys)
         vectors = [self._contributions.dense(self._layout, self._terms.segments, key, idf_t, norm)
                    for key, idf_t, is_dense in zip(q.keys.tolist(), q.idf, dense.tolist()) if is_dense]
         if len(vectors) >= 2:  # the error bound holds in any order of addition: dense terms first
@@ -75,7 +77,7 @@ class _ApproximatePass:
                     np.add.at(bm25, *found)
         alive = self._columns.view("alive")
         top = float(bm25.max() if self._dead().size == 0 else np.max(bm25, where=alive, initial=0.0))
-        error = 2 * (2 * q.keys.size + 1) * 2.0 ** -24
+        error = 2 * (2 * q.keys.size + APPROXIMATE_CONTRIBUTION_ULPS) * 2.0 ** -24
         # the true max's slot has approximate ≥ max·(1 − ε) ≥ (approximate max)·(1 − 2ε); found while
         # the vector is in the cache (the exact step, after the candidates' passes, took 4× as long)
         contenders = np.flatnonzero(bm25 >= top * (1 - 2 * error))
@@ -188,6 +190,31 @@ class _ApproximatePass:
                 delta += float(w["recency"].max(initial=0.0))
         score.flags.writeable = False
         return score, delta
+
+    def _dense(self, keys: np.ndarray) -> np.ndarray:
+        """Which of these terms are added as dense vectors (`contributions`' rule), not scattered."""
+        return self._dense_fraction() * self._terms.doc_freq[keys] >= len(self._slot_of)
+
+    def _made_ahead(self, key: int, idf_t: float) -> None:
+        """Make this term's contributions as `_approximated` takes them from the cache, ahead of the
+        query about to ask it (`warm`) — unless the cache holds 1/WARM_SHARE of its budget already."""
+        if self._contributions.holding(self._layout) * tuning.WARM_SHARE >= self._contributions.budget:
+            return
+        norm = self._length_norm32()
+        if self._dense(np.array([key]))[0]:
+            self._contributions.dense(self._layout, self._terms.segments, key, idf_t, norm)
+            return
+        wide = self._contributions.fits_wide(self._terms.posted)
+        for segment in self._terms.segments:
+            self._contributions.sparse(self._layout, segment, key, idf_t, norm, wide)
+
+    def _length_norm32(self) -> np.ndarray:
+        """The length norms rounded to float32, for the approximate contributions (kept per layout:
+        4 bytes a slot)."""
+        cache = self._per_layout()
+        if "norm32" not in cache:
+            cache["norm32"] = self._length_norm().astype(np.float32)
+        return cache["norm32"]
 
     def _dense_fraction(self) -> int:
         cache = self._per_layout()

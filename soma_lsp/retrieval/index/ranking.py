@@ -83,26 +83,32 @@ class _Ranking(_ExactPass, _ApproximatePass):
             exact = self._exact(q, slots, self._approximate(q))
             return self._scored(exact, list(range(slots.size)), q)
 
-    def warm(self, queries: Iterable[RetrievalQuery]) -> None:
+    def warm(self, queries: Iterable[RetrievalQuery], texts: Iterable[str] = ()) -> None:
         """Make now what the first query after a change of layout would make, for queries of these
         shapes (words or not, a component bag or not, `now`, weights, half-life): the length norms,
         the segments' posting samples, the presence vectors of the common components (a byte a slot
         each, ≈ 60 MB at 1M records: otherwise made by the structural term of the first bags that
         name them, 5–15 ms of a big scope's first hover), and each shape's per-record weighting and
-        static part for its `now`. The server calls it at the end of a load, before it says the load
-        is over: at 1M records the first hover after a load paid ≈ 0.1 s of CPU for these
-        (docs/benchmarks.md § 1M).
-        Nothing is ranked or kept as an answer; one step per hold of the lock, so a query arriving
-        meanwhile waits for one step, not all; an update meanwhile ends it (the next query makes
-        the rest, as it would have)."""
+        static part for its `now`; then the approximate step's contributions of the words of `texts`,
+        in their order — the questions about to be asked (the server gives the hovers of the open
+        documents' definitions): a word new to the layout costs a query ≈ 2.6 ns of CPU a posting, at
+        1M records ≈ 25 ms of the first hover of a big definition after a load — until the cache
+        holds 1/WARM_SHARE of its budget. The server calls it at the end of a load, before it says
+        the load is over: at 1M records the first hover after a load paid ≈ 0.1 s of CPU for the
+        first part alone (docs/benchmarks.md § 1M).
+        Nothing is ranked or kept as an answer; one step per hold of the lock (a word's
+        contributions are one), so a query arriving meanwhile waits for one step, not all; an update
+        meanwhile ends it (the next query makes the rest, as it would have)."""
         with self._lock:
             layout = self._layout
             segments = [*self._terms.segments, *self._components.segments]
             common = np.flatnonzero(self._components.doc_freq * tuning.PRESENCE_FRACTION >= self._columns.size)
+            keys, _, idf = self._known(_query_terms(" ".join(texts)))
         shapes = [lambda query=query: self._static_part(self._resolve(query)) for query in queries]
         presence = [lambda key=key: self._presence(key) for key in common.tolist()]
-        for step in (self._length_norm, self._dense_fraction, self._dead, *(s._sampled for s in segments), *presence,
-                     *shapes):
+        words = [lambda key=key, idf_t=idf_t: self._made_ahead(key, idf_t) for key, idf_t in zip(keys.tolist(), idf)]
+        for step in (self._length_norm, self._length_norm32, self._dense_fraction, self._dead,
+                     *(s._sampled for s in segments), *presence, *shapes, *words):
             with self._lock:
                 if self._layout != layout:
                     return
@@ -123,17 +129,22 @@ class _Ranking(_ExactPass, _ApproximatePass):
 
     def _resolve(self, query: RetrievalQuery) -> "_Query":
         terms = _query_terms(query.text)
-        found, df = self._terms.keys_of(terms), self._terms.doc_freq
-        known = found >= 0
-        known[known] = df[found[known]] > 0
-        key_array, key_terms = found[known], list(compress(terms, known.tolist()))
+        key_array, key_terms, idf = self._known(terms)
         bag = T.component_bag(query.architecture)
         total = float(sum(bag.values()))
         return _Query(
-            terms=terms, keys=key_array, key_terms=key_terms, idf=T.idf(len(self._slot_of), df[key_array]).tolist(),
+            terms=terms, keys=key_array, key_terms=key_terms, idf=idf,
             bag=bag, bag_total=total, now=None if query.now is None else T.epoch_seconds(query.now),
             half_life_days=query.half_life_days,
             weighting=self._weighting(query, bool(terms), total > 0))
+
+    def _known(self, terms: list[str]) -> tuple[np.ndarray, list[str], list[float]]:
+        """The keys of the terms that live records hold, those terms, and their idf."""
+        found, df = self._terms.keys_of(terms), self._terms.doc_freq
+        known = found >= 0
+        known[known] = df[found[known]] > 0
+        keys = found[known]
+        return keys, list(compress(terms, known.tolist())), T.idf(len(self._slot_of), df[keys]).tolist()
 
     def _per_layout(self) -> dict[Any, Any]:
         """Query caches valid while the layout stands (slots, segments, N and avgdl unchanged)."""
