@@ -36,7 +36,7 @@ from ..pool.snapshot import cache_directory
 from ..pool.trackers.follow import TrackerFollower
 from ..query import build_query, definitions
 from ..retrieval import LiveIndex, RetrievalQuery
-from . import convert, evidence, settings as settings_module
+from . import convert, related, settings as settings_module
 from .progress import IndexingProgress
 from .session import Session, to_the_minute
 from .settings import Settings
@@ -226,13 +226,10 @@ class PoolService:
             log.exception("warming the index failed")
 
     def _hover_text(self, index: LiveIndex, source: str, path: str, position: tuple[int, int]) -> str:
-        """The words a hover at this position ranks with: its scope's, and the pool's spellings of
-        its line's words (lever `forms`, as `related.find_related` adds them)."""
+        """The words a hover at this position ranks with (`related.ranked_query`)."""
         levers = self.session.settings.levers
         built = build_query(source, path, position=position, scope="hover", levers=levers)
-        if not levers.forms:
-            return built.ask
-        return evidence.with_forms(index, RetrievalQuery(text=built.ask), built.hints.focus + built.hints.word).text
+        return related.ranked_query(index, RetrievalQuery(text=built.ask), built.hints, levers).text
 
     def _follow(self, pool: LivePool) -> None:
         """`pool_changed` after each of this pool's batches (and no longer after the previous pool's)."""

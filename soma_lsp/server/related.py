@@ -134,6 +134,13 @@ def has_evidence(scored: ScoredRecord, min_terms: int, pointed: Sequence[str] = 
             or not set(pointed).isdisjoint(parts.matched_terms))
 
 
+def ranked_query(index: LiveIndex, query: RetrievalQuery, hints: Hints, levers: Levers) -> RetrievalQuery:
+    """The query `find_related` ranks with: with lever `forms`, the built query plus the pool's
+    spellings of the words near the cursor that it does not hold as written (`evidence.with_forms`) —
+    what the server's warming at the end of a load asks ahead of the first hovers, too."""
+    return evidence.with_forms(index, query, hints.focus + hints.word) if levers.forms else query
+
+
 def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], *, min_score: float,
                  limit: int | None, count: bool = True, min_terms: int = MIN_MATCHED_TERMS,
                  count_cap: int = COUNT_CAP, levers: Levers = ALL_ON, hints: Hints = NO_HINTS,
@@ -152,8 +159,7 @@ def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], 
     standing, plus (lever `components`) `evidence.COMPONENT_BONUS` × its structural term, plus the
     bonuses of `named` and `similarity` (an embedder's, `server.embedder`, off by default)."""
     tied = list(tied)
-    if levers.forms:
-        query = evidence.with_forms(index, query, hints.focus + hints.word)
+    query = ranked_query(index, query, hints, levers)
     tied_ids = [t.record.id for t in tied]
     tied_scored = sorted(index.score(query, tied_ids), key=_tie_order)
     tied_set = set(tied_ids)
