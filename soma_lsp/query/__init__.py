@@ -269,9 +269,10 @@ def _line_names(doc, pos: Position | None, basis: str, levers: Levers) -> list[s
     """The identifiers of the cursor's own line, when the scope is larger than that line."""
     if not levers.cursor or pos is None or basis not in ("definition", "statement", "file"):
         return []
-    line = doc.index.lines[pos[0]] if 0 <= pos[0] < len(doc.index.lines) else ""
     if doc.has_grammar:
         line = _statement_lines(doc, pos[0])
+    else:
+        line = doc.index.lines[pos[0]] if 0 <= pos[0] < len(doc.index.lines) else ""
     return _identifiers(line, code_noise(doc.lang) | STOP_WORDS)
 
 
@@ -376,8 +377,9 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
                 start = index.starts[row] if row < len(index.starts) else n
                 end = start + len(index.lines[row]) if row < len(index.lines) else n
                 basis = "line"
+    on_name_line = scope_def is not None and pos is not None and pos[0] == scope_def.name_range[0][0]
     names = _line_names(doc, pos, basis, levers) if scope != "lens" else []
-    if names and scope_def is not None and scope_def.kind == "class" and pos[0] == scope_def.name_range[0][0]:
+    if names and on_name_line and scope_def.kind == "class":
         names += _constructor_settings(doc, scope_def)
     focus = tuple(terms_text(names).split())  # the terms of the cursor's own line
     text, groups = _near_aliases(_text(doc, start, end, text_start, scope_def if basis == "definition" else None),
@@ -385,8 +387,7 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
     cls = _class_of(doc, scope_def) if levers.class_bag and basis == "definition" else None
     arch = _bag(doc, start, end, whole=basis == "file", cls=cls)
     settings = _line_settings(doc, pos, levers)
-    if scope_def is not None and scope_def.kind != "class" and word == scope_def.name \
-            and pos[0] == scope_def.name_range[0][0]:
+    if on_name_line and scope_def.kind != "class" and word == scope_def.name:
         # lever `knob`: the cursor on a function's own name asks about the function, not about the
         # defaults of its signature (`def postprocess(…, focal_loss=False)` put every focal-loss run
         # first) — but for those sharing a word with its name (`ddim_sample_loop`'s `sample_steps=50`);
@@ -396,7 +397,7 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
     return BuiltQuery(text, arch, scope_def, word, basis,
                       (index.position(start), index.position(end)), doc.lang, word_range, _ask(text, word),
                       hints=Hints(focus, settings, groups, tuple(tokenize(word)) if word else (),
-                                  in_body=bool(focus) and scope_def is not None and pos[0] != scope_def.name_range[0][0],
+                                  in_body=bool(focus) and scope_def is not None and not on_name_line,
                                   knob=word.lower() if levers.knob and word else ""))
 
 
