@@ -142,8 +142,7 @@ def knob_dead_ends(snap: Snapshot) -> list[lsp.Diagnostic]:
     if severity not in SEVERITY or not snap.settings.levers.knob or not len(snap.index) or _in_pool(snap):
         return []
     out = []
-    path = snap.document.path
-    config = path is not None and language_for_path(path) in CONFIG_LANGUAGES
+    config = language_for_path(snap.document.name) in CONFIG_LANGUAGES  # (as the query builder tells it)
     for number, line, settings in setting_lines(snap.document.source, config):
         for knob, value, written in settings:
             for record_id, label in evidence.knob_tier(snap.index, [(knob, value, written)]):
