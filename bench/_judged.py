@@ -22,12 +22,12 @@ QUALITY = Path(__file__).resolve().parent / "quality"
 WORKSPACES = ("llm_torch", "vit_flax", "ppo_keras")
 #: The fresh part: workspaces written and judged after the levers were tuned, every probe held out and
 #: reported on its own (`fresh`), so that a lever fitted to the first set shows whether it generalises.
-FRESH = ("neox_torch", "ppo_jax", "unet_hydra", "asr_lightning", "detr_torch", "sac_flax")
+FRESH = ("neox_torch", "ppo_jax", "unet_hydra", "asr_lightning", "detr_torch", "sac_flax", "mixtral_sft")
 #: The fresh workspaces no lever has been fitted to (a subset of FRESH): once a fresh workspace's misses
 #: are read to find a lever it is tune data, reported as `fresh`; these are reported as `untouched`.
-#: `sac_flax` since the ninth round (docs/benchmarks.md § Quality, try 117): written apart (branch `judge7`)
-#: while `detr_torch`'s misses were read (tries 108–116), which made that one tune data.
-UNTOUCHED = ("sac_flax",)
+#: `mixtral_sft` since the tenth round: written apart (branch `judge8`) while `sac_flax`'s misses were read,
+#: which made that one tune data.
+UNTOUCHED = ("mixtral_sft",)
 ANCHOR = datetime(2026, 12, 1, tzinfo=timezone.utc)
 KINDS = ("paraphrase", "old-dead-end", "knob", "sibling", "plain")
 OLD = timedelta(days=182)  # "older than 6 months", for the `old-dead-end` kind
