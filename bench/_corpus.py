@@ -3,10 +3,10 @@
 Everything is drawn from one seeded `numpy.random.Generator`; the vocabulary itself is built from
 fixed word lists and the same RNG, so a (seed, n) pair always yields the same records and queries.
 
-Records are produced through `soma_lsp.records.parse_record` on decoded-JSON-like mappings (RFC 3339
-timestamp strings, `conclusion` as a string or `{headline, details}`, architecture as a list or a map,
-metrics as a list or a map), i.e. exactly the path the pool loader takes, so the records carry what
-real ones carry (parsed datetimes, normalised statuses, metrics with goals).
+Records are produced as decoded-JSON-like mappings (RFC 3339 timestamp strings, `conclusion` as a
+string or `{headline, details}`, architecture as a list or a map, metrics as a list or a map): what
+the pool loader decodes from a file, so `soma_lsp.records.parse_record` turns them into records that
+carry what real ones carry (parsed datetimes, normalised statuses, metrics with goals).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
-from soma_lsp.records import Record, parse_record
+from soma_lsp.records import Record
 from soma_lsp.retrieval import tokenize
 
 # -- vocabulary -------------------------------------------------------------------------------------
@@ -236,20 +236,6 @@ def _mapping(i: int, vocab: Vocabulary, rng: np.random.Generator, r: np.ndarray)
     return m
 
 
-def generate_records(n: int, seed: int = 1234) -> list[Record]:
-    """`n` records via `parse_record`, deterministic in (n, seed); record i is the same for every n."""
-    out: list[Record] = []
-    vocab = build_vocabulary(np.random.default_rng(seed))
-    chunk = 10_000
-    for start in range(0, n, chunk):
-        # one RNG stream per chunk, so prefixes of a larger pool equal a smaller pool
-        rng = np.random.default_rng([seed, start // chunk])
-        flips = rng.random((min(chunk, n - start), 16))
-        for j, r in enumerate(flips):
-            out.append(parse_record(_mapping(start + j, vocab, rng, r)))
-    return out
-
-
 # -- queries ---------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -289,7 +275,8 @@ def iter_fields(record: Record) -> Iterator[tuple[str, int]]:
 
 
 def generate_mappings(n: int, seed: int = 1234) -> Iterator[dict]:
-    """The decoded form of `generate_records(n, seed)`: one JSON-ready mapping per record."""
+    """`n` records as JSON-ready mappings, deterministic in (n, seed); record i is the same for every n
+    (one RNG stream per chunk of 10,000, so the prefixes of a larger pool equal a smaller pool)."""
     vocab = build_vocabulary(np.random.default_rng(seed))
     chunk = 10_000
     for start in range(0, n, chunk):

@@ -160,10 +160,10 @@ def main() -> None:
         if not args.first_start_only:
             time.sleep(2.1)  # a file changed in the last 2 s is read again on every restart (loader.RACY_NS)
             again = asyncio.run(session(workspace, "restart", args.hovers, args.profile))
-    print(render(args, pool_bytes, baseline, first, again))
+    print(render(pool_bytes, baseline, first, again))
 
 
-def render(args, pool_bytes: int, baseline: float, first: dict, again: dict | None) -> str:
+def render(pool_bytes: int, baseline: float, first: dict, again: dict | None) -> str:
     sessions = (("first start", first),) + ((("restart", again),) if again is not None else ())
     gib = lambda kb: kb / 2**20  # noqa: E731
     row = lambda name, s: f"| {name} | {s:.1f} s | {s / baseline:.2f}× |"  # noqa: E731

@@ -337,8 +337,7 @@ def main() -> None:
                 print(f"change latency at {n:,}: watched median {r['watched']['median_ms']:.1f} ms "
                       f"(p90 {r['watched']['p90_ms']:.1f}), apply median {r['apply']['median_ms']:.2f} ms "
                       f"(p90 {r['apply']['p90_ms']:.2f})", file=sys.stderr)
-        report = render(args.n, (lines / "pool.jsonl").stat().st_size, rows, latency, args.latency_small, breakdown,
-                        args.repeat)
+        report = render(args.n, (lines / "pool.jsonl").stat().st_size, rows, latency, breakdown, args.repeat)
         print(report)
         if args.write_docs:
             write_section(report)
@@ -346,7 +345,7 @@ def main() -> None:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def render(n: int, size: int, rows: dict, latency: dict, small: int, breakdown: dict, repeat: int) -> str:
+def render(n: int, size: int, rows: dict, latency: dict, breakdown: dict, repeat: int) -> str:
     spread = lambda r: f"{r[0]:.2f}× ({r[1]:.2f}–{r[2]:.2f})"  # noqa: E731
     out = ["## Pool", "",
            f"`.venv/bin/python bench/pool.py {' '.join(sys.argv[1:])}` ({time.strftime('%Y-%m-%d %H:%M')}; "

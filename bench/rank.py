@@ -126,8 +126,8 @@ def _measure_build(build) -> dict:
 # -- building ------------------------------------------------------------------------------------
 
 def stored_records(n: int, pools: Path | None) -> list:
-    """The records of `_stores.corpus_jsonl(n)` — `_corpus.generate_records(n)`, read back as the loader
-    reads a pool (decode, `parse_record`), without generating them again."""
+    """The records of `_stores.corpus_jsonl(n)` (`_corpus.generate_mappings(n)` as JSONL), read back as
+    the loader reads a pool (decode, `parse_record`)."""
     with open(corpus_jsonl(n, pools), "rb") as lines, collector_paused():
         return [parse_record(orjson.loads(line)) for line in lines]
 
