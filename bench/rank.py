@@ -57,7 +57,8 @@ from soma_lsp.retrieval.index import tuning  # noqa: E402
 # query's bm25 reused by the next (a query's full and lexical-only ranks share their words).
 tuning.ANSWERS_KEPT = tuning.APPROXIMATIONS_KEPT = 0
 
-# the tokenizer the index applies to documents (same bag as docs/spec.md §2.1's `tokenize`; faster), when present
+# bm25s's documents are tokenized with soma's fastest tokenizer of a single text (the bag of docs/spec.md §2.1's
+# `tokenize`; `document_terms`, when the soma_lsp measured has it): a baseline not slowed by a slower tokenizer
 DOC_TOKENIZE = getattr(importlib.import_module("soma_lsp.retrieval.tokenize"), "document_terms", tokenize)
 LEXICAL_ONLY = {"lexical": 1.0, "structural": 0.0, "recency": 0.0, "importance": 0.0}
 K = 10

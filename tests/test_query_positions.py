@@ -3,8 +3,7 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from soma_lsp.query import (LineIndex, index_to_position, position_to_index, split_lines, utf16_len,
-                            utf16_to_index)
+from soma_lsp.query import LineIndex, split_lines, utf16_len, utf16_to_index
 from soma_lsp.query.positions import index_to_utf16
 
 
@@ -34,8 +33,8 @@ def test_line_index_positions():
     assert idx.offset((2, 5)) == src.index("\n\n") + 1  # clamped to the (empty) line
     assert idx.offset((99, 0)) == len(src)
     assert idx.position(10_000) == (3, 4)
-    assert position_to_index(src, (3, 1)) == src.index("ast")
-    assert index_to_position(src, src.index("ast")) == (3, 1)
+    assert idx.offset((3, 1)) == src.index("ast")
+    assert idx.position(src.index("ast")) == (3, 1)
 
 
 @pytest.mark.parametrize("src", ["é = 1\nñ😀 = 2\n", "é = 1\r\nñ😀 = 2\r\rx\r\n"])

@@ -1,8 +1,8 @@
 """The query builder: open document + position → what to ask the retrieval core (docs/spec.md §3).
 
 Pure: no I/O, no pygls/lsprotocol. Positions are LSP's: 0-based ``(line, character)`` with
-characters counted in **UTF-16 code units** (``soma_lsp.query.positions`` converts to and from
-code-point offsets: ``position_to_index`` / ``index_to_position``). Out-of-range positions are
+characters counted in **UTF-16 code units** (``soma_lsp.query.positions.LineIndex`` converts to and
+from code-point offsets: ``offset`` / ``position``). Out-of-range positions are
 clamped; nothing here raises on any text or position.
 
 Scopes (``scope=``):
@@ -50,8 +50,7 @@ from .identifiers import identifiers as _identifiers
 from .languages import CONFIG_LANGUAGES, language_for_path
 from .levers import ALL_ON, Levers
 from .vocabulary import expand
-from .positions import (LineIndex, Position, Range, index_to_position, index_to_utf16,
-                        position_to_index, split_lines, utf16_len, utf16_to_index)
+from .positions import LineIndex, Position, Range, index_to_utf16, split_lines, utf16_len, utf16_to_index
 
 Scope = Literal["hover", "lens", "find", "file"]
 Basis = Literal["definition", "selection", "statement", "line", "file"]
@@ -404,6 +403,6 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
 __all__ = [
     "BuiltQuery", "Definition", "build_query", "definitions", "architecture_bag",
     "find_definition", "encloses", "related", "innermost", "language_for_path", "LineIndex",
-    "position_to_index", "index_to_position", "utf16_len", "utf16_to_index", "index_to_utf16",
+    "utf16_len", "utf16_to_index", "index_to_utf16",
     "clear_cache", "split_lines", "retrieval_query", "Levers", "ALL_ON", "Hints", "NO_HINTS", "line_knobs",
 ]

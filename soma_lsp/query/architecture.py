@@ -176,10 +176,6 @@ class PythonArchitecture:
                 out.append((s, name))
         return out
 
-    def bag(self, masked: str, start: int = 0, end: int | None = None) -> dict[str, float]:
-        """Instantiation counts in ``masked[start:end]``."""
-        return bag_of(self.calls(masked), start, end)
-
 
 def bag_of(calls: list[tuple[int, str]], start: int = 0, end: int | None = None) -> dict[str, float]:
     """Counts of the calls whose offset lies in [start, end)."""

@@ -115,13 +115,3 @@ class LineIndex:
             self._byte_starts = starts
         row = bisect_right(self._byte_starts, byte) - 1
         return self.point_offset(row, byte - self._byte_starts[row])
-
-
-def position_to_index(source: str, position: Position) -> int:
-    """Code-point offset in ``source`` of an LSP (line, UTF-16 character) position."""
-    return LineIndex(source).offset(position)
-
-
-def index_to_position(source: str, index: int) -> Position:
-    """LSP (line, UTF-16 character) position of a code-point offset in ``source``."""
-    return LineIndex(source).position(index)

@@ -107,9 +107,6 @@ class Session:
         await wait_until(lambda: any(predicate(s) for s in self.statuses))
         return next(s for s in reversed(self.statuses) if predicate(s))
 
-    def status_count(self) -> int:
-        return len(self.statuses)
-
     def line_of(self, rel: str, needle: str) -> tuple[int, int]:
         for number, line in enumerate(self.path(rel).read_text(encoding="utf-8").splitlines()):
             if needle in line:
