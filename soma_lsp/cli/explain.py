@@ -6,8 +6,8 @@ it, so what it prints is what a hover, the lenses and the dead-end warnings show
 1-based (COL defaults to the line's first identifier that is not a keyword). Without LINE: every warning of
 the file and the lens of every definition.
 
-The workspace is the nearest directory above FILE holding `.soma/pool` (else `--workspace`, else
-the current directory); the pool comes from `--pool`, `$SOMA_POOL` or `.soma/pool` (docs/spec.md §1.1).
+The workspace is `--workspace`, else the nearest directory above FILE holding `.soma/pool`, else
+the current directory; the pool comes from `--pool`, `$SOMA_POOL` or `.soma/pool` (docs/spec.md §1.1).
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("explain", help="print what the hover and warnings would show at FILE[:LINE[:COL]]",
                                    description=__doc__.split("\n\n")[0])
     parser.add_argument("location", metavar="FILE[:LINE[:COL]]")
-    parser.add_argument("--pool", action="append", metavar="DIR", help="a pool directory (repeatable)")
+    parser.add_argument("--pool", action="append", metavar="DIR",
+                        help="a pool directory (repeatable); default: $SOMA_POOL, else the workspace's .soma/pool "
+                             "(docs/spec.md §1.1)")
     parser.add_argument("--workspace", metavar="DIR", help="the workspace root (default: found from FILE)")
     parser.add_argument("--now", metavar="RFC3339", help="the time ages and recency are measured at (default: now)")
     parser.set_defaults(run=run)
