@@ -14,7 +14,7 @@ M.defaults = {
   --- Path of the Unix socket of a server already started with `soma-lsp serve --pipe PATH`: connect
   --- to it (|vim.lsp.rpc.connect()|) instead of starting `cmd`. Owner-only, unlike `serve --tcp`.
   pipe = nil,
-  --- The `soma` settings section (pool, weights, halfLifeDays, hover, codeLens, deadEnds, snapshot).
+  --- The `soma` settings section (every key of docs/spec.md §4.9: pool, weights, hover, levers, …).
   --- Sent as `initializationOptions` and as the answer to `workspace/configuration` section `soma`.
   settings = {},
   filetypes = {
