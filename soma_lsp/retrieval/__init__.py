@@ -19,12 +19,12 @@ from .model import (
     embedding_text,
 )
 from .rank import rank
-from .terms import canonical_component, component_bag, dead_end_reason, importance, is_dead_end, recency
+from .terms import canonical_component, component_bag, dead_end_reason, importance, is_dead_end
 from .tokenize import tokenize
 
 __all__ = [
     "DEAD_END_IMPORTANCE_FLOOR", "DEFAULT_HALF_LIFE_DAYS", "DEFAULT_WEIGHTS", "TERMS", "CountedLines", "Counts",
     "Embedder", "IndexState", "LiveIndex", "RetrievalQuery", "ScoreComponents", "ScoredRecord", "Weights",
     "canonical_component", "component_bag", "count_lines", "dead_end_reason", "embedding_text", "importance",
-    "is_dead_end", "rank", "recency", "tokenize",
+    "is_dead_end", "rank", "tokenize",
 ]

@@ -15,7 +15,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..records import Record, Status
-from .model import DEAD_END_IMPORTANCE_FLOOR, DEFAULT_HALF_LIFE_DAYS
+from .model import DEAD_END_IMPORTANCE_FLOOR
 
 K1 = 1.2
 B = 0.75
@@ -75,12 +75,6 @@ def check_half_life(half_life_days: float) -> None:
 def epoch_seconds(when: datetime) -> float:
     """Seconds since the epoch; a naive datetime is UTC."""
     return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
-
-
-def recency(time: datetime, now: datetime, half_life_days: float = DEFAULT_HALF_LIFE_DAYS) -> float:
-    """recency = 2 ** (−age_days / half_life_days), age_days = (now − time) / 86400 s, in (0, 1]."""
-    age = (epoch_seconds(now) - epoch_seconds(time)) / SECONDS_PER_DAY
-    return float(decay(np.float64(age), half_life_days))
 
 
 # -- structural ---------------------------------------------------------------------------------
