@@ -313,7 +313,8 @@ def record_errors(mapping: Any) -> list[RecordError]:
     show them all at once; a record it accepts has none."""
     try:
         parse_record(mapping)
-    except RecordError as first:
+    except RecordError as error:
+        first = error  # (`error` itself is unbound when the `except` block ends)
         if not _is_mapping(mapping):
             return [first]
     else:

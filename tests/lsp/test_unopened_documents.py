@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 
 import pytest
-from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcInvalidParams
 
 from conftest import Session
