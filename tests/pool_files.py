@@ -17,9 +17,9 @@ def write(path: Path, content) -> Path:
     return path
 
 
-def make_pool(root: Path, index: LiveIndex | None = None) -> tuple[LivePool, LiveIndex]:
+def make_pool(root: Path) -> tuple[LivePool, LiveIndex]:
     """A live pool over one root, loaded, with its index."""
-    index = LiveIndex() if index is None else index
+    index = LiveIndex()
     pool = LivePool([root], index)
     pool.load()
     return pool, index

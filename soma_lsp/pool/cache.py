@@ -83,9 +83,9 @@ def _remove(entry: Entry) -> bool:
 
 
 def tidy(directory: str | os.PathLike, limits: CacheLimits = CacheLimits(), *,
-         keep: Iterable[str | os.PathLike] = (), now: float | None = None) -> list[Entry]:
+         keep: Iterable[str | os.PathLike] = ()) -> list[Entry]:
     """Remove stale entries, then the least recently used until under the size limit; returns them."""
-    now = time.time() if now is None else now
+    now = time.time()
     unused_days, max_bytes = limits.unused_days, limits.max_bytes
     kept = {os.path.abspath(k) for k in keep}
     removed: list[Entry] = []

@@ -209,12 +209,12 @@ async def session(start_session, preset) -> Session:
 
 # -- raw bytes ---------------------------------------------------------------------------------------
 
-def frame(body: bytes | str | dict, *, header: bytes | None = None) -> bytes:
+def frame(body: bytes | str | dict) -> bytes:
     if isinstance(body, dict):
         body = json.dumps(body)
     if isinstance(body, str):
         body = body.encode("utf-8")
-    return (header if header is not None else f"Content-Length: {len(body)}\r\n\r\n".encode()) + body
+    return f"Content-Length: {len(body)}\r\n\r\n".encode() + body
 
 
 class RawServer:
@@ -269,10 +269,10 @@ class RawServer:
         return await wait_until(lambda: next((m for m in self.messages if m.get("id") == msg_id
                                               and "method" not in m), None))
 
-    async def initialize(self, workspace: Path, msg_id: int = 1) -> dict:
-        self.request(msg_id, "initialize", {"processId": None, "rootUri": workspace.as_uri(), "capabilities": {},
+    async def initialize(self, workspace: Path) -> dict:
+        self.request(1, "initialize", {"processId": None, "rootUri": workspace.as_uri(), "capabilities": {},
                                             "workspaceFolders": [{"uri": workspace.as_uri(), "name": "ws"}]})
-        answer = await self.response(msg_id)
+        answer = await self.response(1)
         self.notify("initialized", {})
         return answer
 

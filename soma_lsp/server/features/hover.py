@@ -115,9 +115,10 @@ def finish(snap: Snapshot, prepared: Prepared, cache: HoverCache | None = None) 
     return replace(view, range=prepared.word_range) if view is not None else None
 
 
-def compute(snap: Snapshot, position: tuple[int, int], cache: HoverCache | None = None) -> HoverView | None:
-    """The hover at `position` (0-based line, UTF-16 character), or None when there is nothing to say."""
-    return finish(snap, prepare(snap, position), cache)
+def compute(snap: Snapshot, position: tuple[int, int]) -> HoverView | None:
+    """The hover at `position` (0-based line, UTF-16 character), or None when there is nothing to say:
+    both steps at once, uncached (`soma-lsp explain`)."""
+    return finish(snap, prepare(snap, position))
 
 
 def partial_note(percent: int) -> str:
