@@ -44,7 +44,7 @@ from ..knobs import line_settings
 from ..retrieval import RetrievalQuery, Weights, tokenize
 from .architecture import NOT_COMPONENTS, bag_of, config_selection_bag
 from .definitions import Definition, encloses, find_definition, innermost, related
-from .document import clear_cache, parse
+from .document import parse
 from .identifiers import STOP_WORDS, code_noise, is_noise_identifier, prose_words, terms_text, word_at
 from .identifiers import identifiers as _identifiers
 from .languages import CONFIG_LANGUAGES, language_for_path
@@ -404,5 +404,5 @@ __all__ = [
     "BuiltQuery", "Definition", "build_query", "definitions", "architecture_bag",
     "find_definition", "encloses", "related", "innermost", "language_for_path", "LineIndex",
     "utf16_len", "utf16_to_index", "index_to_utf16",
-    "clear_cache", "split_lines", "retrieval_query", "Levers", "ALL_ON", "Hints", "NO_HINTS", "line_knobs",
+    "split_lines", "retrieval_query", "Levers", "ALL_ON", "Hints", "NO_HINTS", "line_knobs",
 ]

@@ -157,9 +157,4 @@ def parse(source: str, path: str) -> ParsedDoc:
     return doc
 
 
-def clear_cache() -> None:
-    with _cache_lock:
-        _cache.clear()
-
-
-__all__ = ["ParsedDoc", "parse", "clear_cache", "CONFIG_LANGUAGES"]
+__all__ = ["ParsedDoc", "parse", "CONFIG_LANGUAGES"]
