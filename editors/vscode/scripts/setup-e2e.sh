@@ -1,7 +1,8 @@
 #!/bin/sh
 # Set-up for the VS Code end-to-end test (tests/e2e/test_vscode.py) and the packaged extension.
 # Idempotent; everything downloaded is cached under $REPO/.cache (gitignored):
-#   1. Debian packages chromium, libkrb5-dev, ripgrep (only when missing, and only as root with apt-get)
+#   1. Debian packages chromium, ripgrep, libkrb5-dev, build-essential, pkg-config (only when missing, and
+#      only as root with apt-get; otherwise it stops, naming them)
 #   2. code-server 4.100.3 (= VS Code 1.100.3) from the npm registry -> $REPO/.cache/code-server
 #   3. the extension's npm deps (npm ci) and the .vsix (npm run package) -> editors/vscode/soma-lsp.vsix
 #   4. the e2e driver's npm deps (playwright-core) in tests/e2e/vscode
