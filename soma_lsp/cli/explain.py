@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from ..server.hover_view import render_plain
     from ..pool.commit_ties import CommitTieMap
     from ..pool.snapshot import cache_directory
+    from ..records import RecordError, parse_timestamp
     from ..server.commit_service import repositories, run_of, tie_map
     from ..server.session import Document, Snapshot
     from ..server.settings import Settings
@@ -76,14 +77,11 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as error:
         print(f"soma-lsp explain: cannot read {file}: {error}", file=sys.stderr)
         return 2
-    now = datetime.now(timezone.utc)
-    if args.now:
-        try:
-            now = datetime.fromisoformat(args.now.replace("Z", "+00:00"))
-            now = now if now.tzinfo else now.replace(tzinfo=timezone.utc)
-        except ValueError:
-            print(f"soma-lsp explain: --now expects an RFC 3339 time, got {args.now!r}", file=sys.stderr)
-            return 2
+    try:
+        now = parse_timestamp(args.now, "--now") if args.now else datetime.now(timezone.utc)
+    except RecordError as error:  # the records' own reading of a time, as `query --now` has it
+        print(f"soma-lsp explain: {error}", file=sys.stderr)
+        return 2
     workspace = Path(args.workspace).resolve() if args.workspace else find_workspace(path)
     index = LiveIndex()
     pool = LivePool(pool_roots([workspace], args.pool, os.environ), index, in_parts=False)
