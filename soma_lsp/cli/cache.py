@@ -15,6 +15,7 @@ import time
 
 from ..pool.cache import UNUSED_DAYS, CacheLimits, Entry, clear, entries, tidy
 from ..pool.snapshot import cache_directory
+from ..sizes import size_text
 
 
 def add_parser(subparsers) -> None:
@@ -34,16 +35,8 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(run=run)
 
 
-def _size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return ""
-
-
 def _describe(items: list[Entry], now: float) -> list[str]:
-    return [f"  {e.kind:<9} {_size(e.size):>10}  used {e.age_days(now):5.1f} days ago  {e.path.name}" for e in items]
+    return [f"  {e.kind:<9} {size_text(e.size):>10}  used {e.age_days(now):5.1f} days ago  {e.path.name}" for e in items]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,16 +44,16 @@ def run(args: argparse.Namespace) -> int:
     now = time.time()
     if args.clear:
         removed = clear(directory)
-        print(f"removed {len(removed)} entries ({_size(sum(e.size for e in removed))}) from {directory}")
+        print(f"removed {len(removed)} entries ({size_text(sum(e.size for e in removed))}) from {directory}")
         return 0
     if args.tidy:
         limits = CacheLimits(args.unused_days, int(args.max_size * 2**20))
         removed = tidy(directory, limits)
-        print(f"removed {len(removed)} entries ({_size(sum(e.size for e in removed))}) from {directory}")
+        print(f"removed {len(removed)} entries ({size_text(sum(e.size for e in removed))}) from {directory}")
         print("\n".join(_describe(removed, now)) if removed else "", end="\n" if removed else "")
         return 0
     found = entries(directory)
-    print(f"{directory}: {len(found)} entries, {_size(sum(e.size for e in found))}")
+    print(f"{directory}: {len(found)} entries, {size_text(sum(e.size for e in found))}")
     if found:
         print("\n".join(_describe(list(reversed(found)), now)))  # most recently used first
     sys.stdout.flush()

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
 
+from ..sizes import size_text
+
 if TYPE_CHECKING:
     from .session import Session
 
@@ -62,7 +64,7 @@ class IndexingProgress:
         if self.token is None:
             return
         self.session.server.work_done_progress.report(self.token, lsp.WorkDoneProgressReport(
-            message=f"{self.records()} experiments so far · {_size(done)} of {_size(total)}", percentage=percentage))
+            message=f"{self.records()} experiments so far · {size_text(done)} of {size_text(total)}", percentage=percentage))
 
     async def end(self, message: str) -> None:
         self.session.loading = None
@@ -71,11 +73,3 @@ class IndexingProgress:
         await asyncio.sleep(0)  # let queued reports go out first
         self.session.server.work_done_progress.end(self.token, lsp.WorkDoneProgressEnd(message=message))
         self.token = None
-
-
-def _size(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
