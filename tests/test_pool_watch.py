@@ -9,15 +9,7 @@ import time
 
 from soma_lsp.pool import PoolWatcher
 from pool_files import make_pool, rec, write
-
-TIMEOUT = 20.0  # seconds: a bound on waiting, not a performance limit
-
-
-def wait_for(condition, what: str) -> None:
-    deadline = time.monotonic() + TIMEOUT
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.01)
+from trackers_support import wait_for
 
 
 def test_watcher_sees_create_change_delete_and_renames(tmp_path):

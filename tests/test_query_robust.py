@@ -10,11 +10,7 @@ from soma_lsp.query import _build_query, architecture_bag, build_query, definiti
 from soma_lsp.query.definitions import scan_python_definitions
 from soma_lsp.query.document import parse
 from soma_lsp.query.positions import LineIndex
-from soma_lsp.query.identifiers import TERM_NOISE
-from soma_lsp.retrieval.tokenize import tokenize
-
-def terms_of(*words: str) -> set[str]:
-    return {t for w in words for t in tokenize(w) if len(t) > 1 and t not in TERM_NOISE}
+from test_query_scopes import terms_of
 
 
 BROKEN = textwrap.dedent('''\

@@ -10,6 +10,7 @@ import pytest
 
 from conftest import Session, TIMEOUT
 from git_support import MODEL, commit as commit_files, git
+from test_diagnostics import soma
 
 
 
@@ -38,10 +39,6 @@ def repo(tmp_path):
     (pool / "runs.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
     (root / ".gitignore").write_text(".soma/\n")
     return root
-
-
-def soma(diagnostics, code=None):
-    return [d for d in diagnostics if d.source == "soma" and (code is None or d.code == code)]
 
 
 async def test_a_dead_end_warns_on_the_definition_its_commit_changed(start_session, repo):
