@@ -1,3 +1,6 @@
+"""What every test shares: the helpers on the import path, a cache directory of the run's own, and
+Hypothesis without deadlines."""
+
 import os
 import shutil
 import sys
