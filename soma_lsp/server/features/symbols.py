@@ -24,14 +24,15 @@ MAX_SYMBOLS = 200
 
 
 @lru_cache(maxsize=1)  # one pool at a time: an old index is not kept alive
-def _catalogue(index_id: int, version: int, index: LiveIndex) -> tuple[tuple[Record, str, str], ...]:
+def _catalogue(version: int, index: LiveIndex) -> tuple[tuple[Record, str, str], ...]:
+    """Each record with its lower-cased `id name` and headline, for this index (by identity) at this version."""
     return tuple((r, f"{r.id} {r.name}".lower(), (r.headline or "").lower()) for r in index.records())
 
 
 def compute(index: LiveIndex, query: str) -> list[lsp.SymbolInformation]:
     words = query.lower().split()
     matches: list[tuple[tuple, Record]] = []
-    for record, name, headline in _catalogue(id(index), index.version, index):
+    for record, name, headline in _catalogue(index.version, index):
         if not all(w in name or w in headline for w in words):
             continue
         in_name = all(w in name for w in words)
