@@ -15,7 +15,10 @@ from .render import dumps_json, print_table
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("query", help="rank the pool against TEXT and explain every score")
+    parser = subparsers.add_parser(
+        "query", help="rank the pool against TEXT and explain every score",
+        description="Rank the pool against TEXT and print each result with its score terms: the ranking "
+                    "itself, without the editor's relevance gate or ties-first (docs/spec.md §6.2).")
     parser.add_argument("text", metavar="TEXT")
     common.add_pool_argument(parser)
     common.add_snapshot_argument(parser)
