@@ -1,11 +1,15 @@
-"""The module maps stay true to the package: every module of `soma_lsp` has its line — in
+"""The docs stay true to the package: every module of `soma_lsp` has its line on a module map — in
 docs/architecture.md § Module map, or for the server wing in soma_lsp/server/README.md § Layout —
-and every module a map names exists."""
+and every module a map names exists; every setting the server reads is in each settings table
+users read (README, spec §4.9, the VS Code extension and its README), and no other."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+
+from soma_lsp.server.settings import FIELDS
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "soma_lsp"
@@ -57,3 +61,28 @@ def test_every_module_a_map_names_exists():
     layout = _section(SERVER / "README.md", "## Layout")
     for name in re.findall(r"`((?:features/)?[a-z_]+\.py)`", layout):
         assert (SERVER / name).is_file(), name
+
+
+def _first_column_names(table_text: str, prefix: str = "") -> set[str]:
+    names = set()
+    for row in re.findall(r"^\| ([^|]+) \|", table_text, flags=re.M):
+        names |= {n[len(prefix):] for n in re.findall(r"`([A-Za-z.]+)`", row) if n.startswith(prefix)}
+    return names
+
+
+def test_every_setting_is_documented_where_users_look_and_none_that_is_not():
+    """The server's settings (`server.settings.FIELDS`) against the README's table, spec §4.9's,
+    the VS Code extension's contributed settings and its README's table."""
+    keys = set(FIELDS)
+    readme = _section(ROOT / "README.md", "## Settings (section `soma`)")
+    spec = _section(ROOT / "docs" / "spec.md", "### 4.9 Configuration")
+    package = json.loads((ROOT / "editors" / "vscode" / "package.json").read_text(encoding="utf-8"))
+    groups = package["contributes"]["configuration"]
+    contributed = {key[len("soma."):] for group in (groups if isinstance(groups, list) else [groups])
+                   for key in group["properties"]}
+    client_only = {"server.command", "server.pipe", "server.installSource", "trace.server"}
+    vscode_readme = _section(ROOT / "editors" / "vscode" / "README.md", "## Settings")
+    assert _first_column_names(readme) == keys
+    assert _first_column_names(spec) == keys
+    assert contributed - client_only == keys
+    assert _first_column_names(vscode_readme, "soma.") - client_only == keys
