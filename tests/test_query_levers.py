@@ -214,3 +214,17 @@ def test_a_line_opening_a_bracket_holds_the_statement_up_to_its_close():
     assert "backbone" not in closed.hints.focus  # a closed line is itself
     assert build_query(source, "main.py", position=(1, 6), scope="find",
                        levers=replace(ALL_ON, cursor=False)).hints.focus == ()
+
+
+def test_a_line_reading_a_config_setting_asks_for_it():
+    source = ("def train(args, cfg):\n"
+              "    now = step % args.policy_frequency == 0 and cfg[\"clip_eps\"] > args.lr\n"
+              "    opt = Adam(lr=1e-3, eps=args.eps) if args.lr else None\n")
+    built = build_query(source, "t.py", position=(1, 4), scope="find")
+    assert built.hints.reads == ("policy_frequency", "clip_eps", "lr")
+    on_read = build_query(source, "t.py", position=(1, 30), scope="find")  # on `policy_frequency`: the word asks it
+    assert on_read.hints.knob == "policy_frequency" and on_read.hints.reads == ("clip_eps", "lr")
+    assert build_query(source, "t.py", position=(2, 4), scope="find").hints.reads == ("eps",)  # `lr=1e-3` is set here
+    assert build_query(source, "t.py", position=(1, 4), scope="find",
+                       levers=replace(ALL_ON, knob=False)).hints.reads == ()
+
