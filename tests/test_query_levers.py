@@ -228,3 +228,16 @@ def test_a_line_reading_a_config_setting_asks_for_it():
     assert build_query(source, "t.py", position=(1, 4), scope="find",
                        levers=replace(ALL_ON, knob=False)).hints.reads == ()
 
+
+def test_a_line_asks_for_the_settings_of_the_condition_it_runs_under():
+    source = ("def main(args, env):\n"
+              "    for step in range(args.total_steps):\n"
+              "        if step < args.learning_starts:\n"
+              "            # random actions first\n"
+              "            action = env.action_space.sample()\n"
+              "        else:\n"
+              "            action = policy(obs)\n"
+              "        elsewhere = 1\n")
+    reads = [build_query(source, "m.py", position=(row, 14), scope="find").hints.reads for row in (4, 6, 7)]
+    assert reads == [("learning_starts",), ("learning_starts",), ("total_steps",)]  # `else:` runs under its `if`
+    assert build_query(source, "conf.yaml", position=(4, 14), scope="find").hints.reads == ()  # (no blocks in YAML)
