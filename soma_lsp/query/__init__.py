@@ -341,7 +341,7 @@ def config_reads(doc, pos: Position | None, skip: set[str]) -> tuple[str, ...]:
     those of the block header it runs under (`if global_step < args.learning_starts:` above
     `action = env.action_space.sample()`), but those in `skip` (the line's settings and the word under
     the cursor, asked already): lever `knob` brings the runs about them after the top ranked record
-    (docs/benchmarks.md § Quality, tries 120–121). The header's other words are not of the line: taken
+    (docs/benchmarks.md § Quality, tries 120–122). The header's other words are not of the line: taken
     into the line's bonus they cost the held-out third (try 131)."""
     if pos is None or not 0 <= pos[0] < len(doc.index.lines):
         return ()

@@ -455,7 +455,7 @@ def read_runs(index: LiveIndex, knobs: Sequence[str]) -> list[tuple[str, str]]:
     each knob's runs named after it alone first (lever `knob`). A line reading a setting sets no value
     to compare, so these come after the top ranked record, not first: put first, the lr runs at
     `Adam(learning_rate=cfg.learning_rate, epsilon=1e-5)` came before the Adam-epsilon run the line
-    was about (docs/benchmarks.md § Quality, tries 88–89, 120)."""
+    was about (docs/benchmarks.md § Quality, tries 88–89, 120, 122)."""
     table = _table(index) if knobs else None
     if table is None:
         return []
