@@ -214,3 +214,30 @@ def test_a_line_opening_a_bracket_holds_the_statement_up_to_its_close():
     assert "backbone" not in closed.hints.focus  # a closed line is itself
     assert build_query(source, "main.py", position=(1, 6), scope="find",
                        levers=replace(ALL_ON, cursor=False)).hints.focus == ()
+
+
+def test_a_line_reading_a_config_setting_asks_for_it():
+    source = ("def train(args, cfg):\n"
+              "    now = step % args.policy_frequency == 0 and cfg[\"clip_eps\"] > args.lr\n"
+              "    opt = Adam(lr=1e-3, eps=args.eps) if args.lr else None\n")
+    built = build_query(source, "t.py", position=(1, 4), scope="find")
+    assert built.hints.reads == ("policy_frequency", "clip_eps", "lr")
+    on_read = build_query(source, "t.py", position=(1, 30), scope="find")  # on `policy_frequency`: the word asks it
+    assert on_read.hints.knob == "policy_frequency" and on_read.hints.reads == ("clip_eps", "lr")
+    assert build_query(source, "t.py", position=(2, 4), scope="find").hints.reads == ("eps",)  # `lr=1e-3` is set here
+    assert build_query(source, "t.py", position=(1, 4), scope="find",
+                       levers=replace(ALL_ON, knob=False)).hints.reads == ()
+
+
+def test_a_line_asks_for_the_settings_of_the_condition_it_runs_under():
+    source = ("def main(args, env):\n"
+              "    for step in range(args.total_steps):\n"
+              "        if step < args.learning_starts:\n"
+              "            # random actions first\n"
+              "            action = env.action_space.sample()\n"
+              "        else:\n"
+              "            action = policy(obs)\n"
+              "        elsewhere = 1\n")
+    reads = [build_query(source, "m.py", position=(row, 14), scope="find").hints.reads for row in (4, 6, 7)]
+    assert reads == [("learning_starts",), ("learning_starts",), ("total_steps",)]  # `else:` runs under its `if`
+    assert build_query(source, "conf.yaml", position=(4, 14), scope="find").hints.reads == ()  # (no blocks in YAML)

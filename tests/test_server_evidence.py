@@ -393,3 +393,24 @@ def test_off_the_line_needs_a_cursor():
     tied = idx.score(query("attention heads kv qk norm"), ["gqa4", "qk"])
     assert off_the_line(tied, ()) == []
     assert [s.record.id for s in off_the_line(tied, ("norm",))] == ["gqa4"]
+
+
+def test_the_runs_about_a_setting_the_line_reads_come_after_the_top_record():
+    raw = [{"id": "pf2", "name": "policy-frequency-2", "notes": "policy_frequency=2; arm of the delayed policy sweep",
+            "finished_at": "2025-01-27T00:00:00Z", "conclusion": "every second step, steadier"},
+           {"id": "pf4", "name": "policy-frequency-4", "status": "regressed", "notes": "policy_frequency=4",
+            "finished_at": "2025-01-28T00:00:00Z", "conclusion": "too slow an actor"},
+           {"id": "jit", "name": "jit-update-static", "notes": "update actor now static policy_frequency=2",
+            "finished_at": "2026-10-01T00:00:00Z", "conclusion": "update actor now as a static argument of the jit"},
+           {"id": "jit2", "name": "jit-update-static-seed2", "notes": "re-run of jit-update-static",
+            "finished_at": "2026-10-02T00:00:00Z", "conclusion": "same speed-up"}]
+    ask = query("update actor now global step policy frequency")
+    hints = Hints(focus=("update", "actor", "now"), reads=("policy_frequency",))
+    related = find_related(with_fillers(raw), ask, (), min_score=0.3, limit=None, hints=hints)
+    # the top record keeps its place (a run mentioning the setting in passing is no run about it), the
+    # runs about the knob the line reads follow it, then the top record's siblings (try 122)
+    assert ids(related)[:4] == ["jit", "pf2", "pf4", "jit2"]
+    assert dict(related.labels)["pf2"] == "sets policy_frequency = 2" and "jit" not in dict(related.labels)
+    off = find_related(with_fillers(raw), ask, (), min_score=0.3, limit=None, hints=hints,
+                       levers=replace(ALL_ON, knob=False))
+    assert "pf2" not in dict(off.labels)

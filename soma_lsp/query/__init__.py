@@ -87,7 +87,10 @@ class Hints:
     about a line of its body), ``knob`` the word under the cursor, lower-cased (lever `knob`: when its
     line sets no value for it, the runs that set that knob, named after it or its value, are what it
     points at — `guidance_scale` in `uncond + guidance_scale * (cond - uncond)`; when its line sets
-    several knobs, the one under the cursor is the one asked)."""
+    several knobs, the one under the cursor is the one asked), ``reads`` the settings the cursor's line,
+    or the condition it runs under, reads from a config object (lever `knob`: `args.policy_frequency`
+    in `update_actor_now = global_step % args.policy_frequency == 0`, `args.learning_starts` of the `if`
+    above a line; `config_reads`)."""
 
     focus: tuple[str, ...] = ()
     settings: tuple[tuple[str, str, str], ...] = ()
@@ -95,6 +98,7 @@ class Hints:
     word: tuple[str, ...] = ()
     in_body: bool = False
     knob: str = ""
+    reads: tuple[str, ...] = ()
 
     @property
     def near(self) -> tuple[str, ...]:
@@ -305,6 +309,48 @@ def line_knobs(line: str, config: bool = False) -> tuple[tuple[str, str, str], .
                  for key, knob in line_settings(line, config).items() if "." not in key)
 
 
+#: A setting read from a config object: `args.lr`, `cfg.train.ema_start`, `config["clip_eps"]`, `self.cfg.tau`
+#: (the last name is the knob). The object's name is what trainers call their settings.
+_CONFIG_READ = re.compile(r"\b(?:cfg|config|conf|args|hparams|hps|flags|FLAGS|opt|opts|options)\b"
+                          r"((?:\.[A-Za-z_]\w*|\[[\"'][A-Za-z_]\w*[\"']\])+)")
+
+
+_BLOCK = re.compile(r"(?:if|elif|while|for|with)\b.*:$")
+_ELSE = re.compile(r"else\s*:")
+
+
+def _guard(lines: list[str], row: int) -> str:
+    """The header of the block a line of Python runs in (`if global_step < args.learning_starts:` for
+    the line under it; the `if` of an `else:`), or "" — what decides whether the line runs at all."""
+    indent = len(lines[row]) - len(lines[row].lstrip())
+    for r in range(row - 1, -1, -1):
+        stripped = lines[r].strip()
+        lead = len(lines[r]) - len(lines[r].lstrip())
+        if not stripped or stripped.startswith("#") or lead >= indent:
+            continue
+        if _ELSE.match(stripped):  # an `else:` runs under the `if` it closes, at its own indent
+            indent = lead + 1
+            continue
+        return stripped if _BLOCK.match(stripped) else ""
+    return ""
+
+
+def config_reads(doc, pos: Position | None, skip: set[str]) -> tuple[str, ...]:
+    """The knobs the cursor's line reads from a config object (`args.policy_frequency`), and in Python
+    those of the block header it runs under (`if global_step < args.learning_starts:` above
+    `action = env.action_space.sample()`), but those in `skip` (the line's settings and the word under
+    the cursor, asked already): lever `knob` brings the runs about them after the top ranked record
+    (docs/benchmarks.md § Quality, tries 120–122). The header's other words are not of the line: taken
+    into the line's bonus they cost the held-out third (try 131)."""
+    if pos is None or not 0 <= pos[0] < len(doc.index.lines):
+        return ()
+    line = doc.index.lines[pos[0]]
+    if doc.lang == "python":
+        line += "\n" + _guard(doc.index.lines, pos[0])
+    reads = (re.findall(r"[A-Za-z_]\w*", m.group(1))[-1].lower() for m in _CONFIG_READ.finditer(line))
+    return tuple(dict.fromkeys(k for k in reads if k not in skip))
+
+
 def _line_settings(doc, pos: Position | None, levers: Levers) -> tuple[tuple[str, str, str], ...]:
     if not levers.knob or pos is None or not 0 <= pos[0] < len(doc.index.lines):
         return ()
@@ -393,11 +439,13 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
         # on one of the defaults, that one is asked (docs/benchmarks.md § Quality, tries 109, 115)
         named = set(tokenize(word))
         settings = tuple(s for s in settings if named.intersection(tokenize(s[0])))
+    knob = word.lower() if levers.knob and word else ""
+    reads = config_reads(doc, pos, {k for k, _, _ in settings} | {knob}) if levers.knob and scope != "lens" else ()
     return BuiltQuery(text, arch, scope_def, word, basis,
                       (index.position(start), index.position(end)), doc.lang, word_range, _ask(text, word),
                       hints=Hints(focus, settings, groups, tuple(tokenize(word)) if word else (),
                                   in_body=bool(focus) and scope_def is not None and not on_name_line,
-                                  knob=word.lower() if levers.knob and word else ""))
+                                  knob=knob, reads=reads))
 
 
 __all__ = [

@@ -37,7 +37,9 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   On a line setting several knobs (a signature's defaults) the one under the cursor is the one asked;
   on a function's own name, only those sharing a word with it (the function is asked, not its
   defaults: `sample_steps=50` of `ddim_sample_loop`, not `focal_loss=False` of `postprocess`). Runs named after the knob
-  alone (`lr-2e-4`) come before runs whose name qualifies it (`backbone-lr-1e-4`).
+  alone (`lr-2e-4`) come before runs whose name qualifies it (`backbone-lr-1e-4`). The settings a line
+  reads from a config object (`args.policy_frequency`), or that the `if` it runs under reads
+  (`if global_step < args.learning_starts:`), bring the runs about them after the top ranked record.
 * `siblings` — records of the same experiment as a tier's, a tied or the top record (same name stem
   at another setting, "re-run of" its name) follow it right after it.
 * `dead_ends` — a dead end hardly ages: the gate and the order read a dead end's score with 0.75 of

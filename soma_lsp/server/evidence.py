@@ -435,13 +435,35 @@ def knob_front(index: LiveIndex, settings: Sequence[tuple[str, str, str]], point
             passing.append((record_id, label))
     table = _table(index) if pointed else None
     if table is not None:
-        with _lock:
-            rows = sorted(table.knob_rows(pointed))
-        seen = {record_id for record_id, _ in about}
-        about += [(record_id, f"sets {pointed} = {text}") for record_id, value, text in rows
-                  if record_id not in seen and is_about(index.get(record_id), pointed, Knob(value, text))]
+        about += _runs_about(index, table, pointed, {record_id for record_id, _ in about})
     about.sort(key=lambda item: not names_only(index.get(item[0]), [*knobs, pointed]))
     return about + passing
+
+
+def _runs_about(index: LiveIndex, table: _Table, knob: str, seen: set[str]) -> list[tuple[str, str]]:
+    """(record id, "sets knob = value") of the runs that set a knob and are about it (`is_about`, by
+    the value each set), but those in `seen`."""
+    with _lock:
+        rows = sorted(table.knob_rows(knob))
+    return [(record_id, f"sets {knob} = {text}") for record_id, value, text in rows
+            if record_id not in seen and is_about(index.get(record_id), knob, Knob(value, text))]
+
+
+def read_runs(index: LiveIndex, knobs: Sequence[str]) -> list[tuple[str, str]]:
+    """(record id, label) of the runs about the knobs the cursor's line reads from a config object
+    (`Hints.reads`: `args.policy_frequency`, the `args.learning_starts` of the `if` it runs under),
+    each knob's runs named after it alone first (lever `knob`). A line reading a setting sets no value
+    to compare, so these come after the top ranked record, not first: put first, the lr runs at
+    `Adam(learning_rate=cfg.learning_rate, epsilon=1e-5)` came before the Adam-epsilon run the line
+    was about (docs/benchmarks.md § Quality, tries 88–89, 120, 122)."""
+    table = _table(index) if knobs else None
+    if table is None:
+        return []
+    out: list[tuple[str, str]] = []
+    for knob in knobs:
+        runs = _runs_about(index, table, knob, {record_id for record_id, _ in out})
+        out += sorted(runs, key=lambda item: not names_only(index.get(item[0]), [knob]))
+    return out
 
 
 def names_only(record: Record | None, knobs: Sequence[str]) -> bool:
@@ -490,5 +512,6 @@ def siblings_of(index: LiveIndex, anchors: Iterable[Record], exclude: set[str]) 
 
 
 __all__ = ["COMPONENT_BONUS", "FOCUS_BONUS", "MIN_STRENGTH", "NAME_BONUS", "WORD_BONUS", "focus_order", "is_about",
-           "knob_front", "knob_tier", "name_stem", "names_only", "names_the_word", "off_the_line", "siblings_of", "strong",
+           "knob_front", "knob_tier", "name_stem", "names_only", "names_the_word", "off_the_line", "read_runs", "siblings_of",
+           "strong",
            "with_forms"]

@@ -225,8 +225,9 @@ def arrange(index: LiveIndex, query: RetrievalQuery, tied: Sequence[ScoredRecord
     """The issue-20 levers on a gated ranking (see `evidence`): the strength gate, the cursor's line,
     then the tiers, which pass the gate whatever their score: the records that set a knob of the
     cursor's line (`evidence.knob_front`), each followed by its siblings; then the top ranked record,
-    which keeps its place; then the siblings of the ties and of that top record (those of a tie off
-    the cursor's line after the top record's, lever `tie_focus`)."""
+    which keeps its place; then the runs about the settings the cursor's line reads from a config object
+    (`evidence.read_runs`), each followed by its siblings; then the siblings of the ties and of that top
+    record (those of a tie off the cursor's line after the top record's, lever `tie_focus`)."""
     if levers.strength and gate and ranked:
         idf = index.idf_of(t for s in ranked for t in s.components.matched_terms)
         ranked = [s for s in ranked if evidence.strong(s, idf, hints.aliases, n_records=len(index))]
@@ -241,7 +242,11 @@ def arrange(index: LiveIndex, query: RetrievalQuery, tied: Sequence[ScoredRecord
         tiers.place(record_id, follow=False)
     late = late_ties(tied, levers, hints)
     anchors = [s.record.id for s in tied if s not in late] + top + [s.record.id for s in late]
-    for record_id in anchors:  # … the siblings of the ties and of it follow (of a tie off the line, after it)
+    for record_id, label in evidence.read_runs(index, hints.reads) if levers.knob else ():
+        if record_id not in tiers.placed:  # … the runs about the settings the line reads follow, each with its sweep
+            tiers.labels[record_id] = label
+            tiers.place(record_id)
+    for record_id in anchors:  # … then the siblings of the ties and of it (of a tie off the line, after it)
         tiers.follow(record_id)
     if not tiers.front:
         return ranked, ()
