@@ -263,6 +263,28 @@ def test_top_within_keeps_exactly_what_is_within_the_margin(values, limit, margi
 
 
 @settings(max_examples=300)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 4000), st.integers(1, 12), st.sampled_from([0.0, 1e-6, 0.05]),
+       st.integers(1, 64), st.sampled_from([3, 50, 0]))
+def test_top_within_over_many_blocks_reads_every_value_it_needs(seed, size, limit, margin, blocks, levels):
+    """Past 4 values a block, the pool is read only in the blocks whose maximum reaches the cut: every
+    value within the margin is still found, at any place in its block (ties and −inf included)."""
+    from soma_lsp.retrieval.index.approximate import _top_within
+
+    rng = np.random.default_rng(seed)
+    score = rng.random(size, dtype=np.float32)
+    if levels:  # ties: a few distinct values
+        score = np.floor(score * levels).astype(np.float32) / levels
+    score[rng.random(size) < 0.1] = -np.inf
+    finite = np.sort(score[score > -np.inf])
+    got = _top_within(score, limit, margin, blocks=blocks)
+    if finite.size <= limit:
+        assert got.tolist() == np.flatnonzero(score > -np.inf).tolist()
+    else:
+        kth = finite[finite.size - limit]
+        assert got.tolist() == np.flatnonzero(score >= kth - margin).tolist()
+
+
+@settings(max_examples=300)
 @given(st.sets(st.integers(0, 60)), st.sets(st.integers(0, 60)))
 def test_the_union_of_sorted_slots_is_numpys(a, b):
     from soma_lsp.retrieval.index.exact import _union
