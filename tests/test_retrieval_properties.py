@@ -264,10 +264,11 @@ def test_top_within_keeps_exactly_what_is_within_the_margin(values, limit, margi
 
 @settings(max_examples=300)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 4000), st.integers(1, 12), st.sampled_from([0.0, 1e-6, 0.05]),
-       st.integers(1, 64), st.sampled_from([3, 50, 0]))
-def test_top_within_over_many_blocks_reads_every_value_it_needs(seed, size, limit, margin, blocks, levels):
-    """Past 4 values a block, the pool is read only in the blocks whose maximum reaches the cut: every
-    value within the margin is still found, at any place in its block (ties and −inf included)."""
+       st.integers(1, 64), st.sampled_from([3, 50, 0]), st.sampled_from([0, 1 << 30]))
+def test_top_within_over_many_blocks_reads_every_value_it_needs(seed, size, limit, margin, blocks, levels, alone):
+    """Past 4 values a block, the pool is read in one pass or (from `BLOCKS_READ_ALONE` values on) only
+    in the blocks whose maximum reaches the cut: either way every value within the margin is found, at
+    any place in its block (ties and −inf included)."""
     from soma_lsp.retrieval.index.approximate import _top_within
 
     rng = np.random.default_rng(seed)

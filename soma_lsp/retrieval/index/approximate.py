@@ -247,17 +247,20 @@ def _top_within(score: np.ndarray, limit: int, margin: float, blocks: int = 1024
     The limit-th best is at least the limit-th best of block maxima (limit blocks each hold a value
     that high), so one cheap pass over block maxima narrows the search before the exact partition;
     and a value that high lies in a block whose maximum is that high — about `limit` blocks, read
-    alone instead of a second pass over every value (`_in_blocks`)."""
+    alone instead of a second pass over every value (`_in_blocks`) from BLOCKS_READ_ALONE values on
+    (at 100k slots the pass, on a vector still in the cache, costs less than the blocks' few calls)."""
     n_blocks = max(limit, blocks)
     if score.size > 4 * n_blocks:
         starts = _block_starts(score.size, n_blocks)
         maxima = np.maximum.reduceat(score, starts)
         floor = np.partition(maxima, n_blocks - limit)[n_blocks - limit]
-        if floor > -np.inf:
+        if floor == -np.inf:
+            pool = np.flatnonzero(score > -np.inf)
+        elif score.size < tuning.BLOCKS_READ_ALONE:
+            pool = np.flatnonzero(score >= floor - margin)
+        else:
             cut = floor - margin
             pool = _in_blocks(score, cut, starts, np.flatnonzero(maxima >= cut))
-        else:
-            pool = np.flatnonzero(score > -np.inf)
     else:
         pool = np.flatnonzero(score > -np.inf)
     if pool.size <= limit:
