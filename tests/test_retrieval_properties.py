@@ -277,7 +277,8 @@ def test_top_within_over_many_blocks_reads_every_value_it_needs(seed, size, limi
         score = np.floor(score * levels).astype(np.float32) / levels
     score[rng.random(size) < 0.1] = -np.inf
     finite = np.sort(score[score > -np.inf])
-    got = _top_within(score, limit, margin, blocks=blocks)
+    with mock.patch.object(tuning, "BLOCKS_READ_ALONE", alone):
+        got = _top_within(score, limit, margin, blocks=blocks)
     if finite.size <= limit:
         assert got.tolist() == np.flatnonzero(score > -np.inf).tolist()
     else:
@@ -393,3 +394,29 @@ def test_dense_terms_from_one_eighth_of_the_records_only_when_their_vectors_fit(
     assert contributions.dense_fraction(doc_freq, 100) == 8  # 2 vectors of 100 float32 = 800 B ≤ 1600 / 2
     contributions.budget = 1599
     assert contributions.dense_fraction(doc_freq, 100) == 4
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@given(pools(), queries, st.integers(1, 6), st.lists(st.integers(0, 40), max_size=4), st.sampled_from([0, 90]))
+def test_a_dense_terms_counts_as_bytes_are_its_postings(records, q, limit, churn, repeated):
+    """A short query's dense terms give the exact step their counts from a byte per slot: each is the
+    count its postings hold (0 where none), at every slot, dead ones too; a count past a byte
+    (`repeated` 90 words ×3 for the name's weight: 270) leaves the term to the search, and the
+    ranking is the full one cut either way."""
+    if repeated:
+        records = [*records, parse_record({"id": "zz-many", "name": " ".join(["rope"] * repeated)})]
+    index = _churned(records, churn)
+    _same(index.rank(_query(q, limit=limit)), index.rank(_query(q))[:limit])
+    keys = np.flatnonzero(index._terms.doc_freq > 0)
+    slots = np.arange(index._columns.size)
+    for key in keys[index._dense(keys)].tolist():
+        counts = index._contributions.counts(index._layout, index._terms.segments, key, slots.size)
+        want = np.zeros(slots.size)
+        for segment in index._terms.segments:
+            found = segment.postings(key)
+            if found is not None:
+                want[found[0]] = found[1]
+        if want.max() >= 256:
+            assert counts is None
+        else:
+            assert counts.dtype == np.uint8 and counts.tolist() == want.tolist()
