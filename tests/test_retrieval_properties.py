@@ -182,6 +182,10 @@ def test_a_cut_ranking_is_the_full_ranking_cut(records, q, limit, relevant_only,
     with mock.patch.object(tuning, "SLOTS_IN_PYTHON", 0), mock.patch.object(tuning, "ANSWERS_KEPT", 0):
         # the few slots' exact values from numpy arrays, not Python floats
         _same(index.rank(_query(q, limit=limit), relevant_only=relevant_only, min_score=min_score), full[:limit])
+    with mock.patch.object(tuning, "BLOCKS_READ_ALONE", 0), mock.patch.object(tuning, "ANSWERS_KEPT", 0), \
+            mock.patch.object(tuning, "APPROXIMATIONS_KEPT", 0):
+        # the lexical max's contenders and the cut read from the blocks near them, as past 2^18 slots
+        _same(index.rank(_query(q, limit=limit), relevant_only=relevant_only, min_score=min_score), full[:limit])
 
 
 @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
@@ -321,8 +325,9 @@ def test_a_contribution_is_the_spec_arithmetic_and_its_float32_one_within_the_bo
 @given(pools(), queries, st.lists(st.integers(0, 40), max_size=4), st.sampled_from([1 << 29, 0]))
 def test_the_approximate_bm25_is_within_its_bound_of_the_exact_one(records, q, churn, budget):
     """Every slot's float32 bm25 (contributions sparse or dense, cached or not: budget 0 keeps none)
-    is within half the step's ε of the exact bm25 — the proven (2n + c)·u — and its `top` is the
-    largest over live slots."""
+    is within half the step's ε of the exact bm25 — the proven (2n + c)·u —, its `top` is the
+    largest over live slots and its contenders the live slots within 2ε of it, read in one pass or
+    (from `BLOCKS_READ_ALONE` slots on) from the blocks near the max alone."""
     index = _churned(records, churn)
     index._contributions.budget = budget
     resolved = index._resolve(_query(q, limit=1))
@@ -336,6 +341,11 @@ def test_the_approximate_bm25_is_within_its_bound_of_the_exact_one(records, q, c
     got = approximation.bm25[alive].astype(np.float64)
     assert np.all(np.abs(got - exact) <= approximation.error / 2 * exact)
     assert approximation.top == got.max()
+    near = alive[approximation.bm25[alive] >= approximation.top * (1 - 2 * approximation.error)]
+    assert approximation.contenders.tolist() == near.tolist()
+    with mock.patch.object(tuning, "BLOCKS_READ_ALONE", 0):  # the blocks near the max read alone
+        again = index._approximated(resolved)
+    assert (again.top, again.contenders.tolist()) == (approximation.top, near.tolist())
 
 
 @settings(max_examples=50, suppress_health_check=[HealthCheck.too_slow])

@@ -76,11 +76,19 @@ class _ApproximatePass:
                 if found is not None:
                     np.add.at(bm25, *found)
         alive = self._columns.view("alive")
-        top = float(bm25.max() if self._dead().size == 0 else np.max(bm25, where=alive, initial=0.0))
         error = 2 * (2 * q.keys.size + APPROXIMATE_CONTRIBUTION_ULPS) * 2.0 ** -24
         # the true max's slot has approximate ≥ max·(1 − ε) ≥ (approximate max)·(1 − 2ε); found while
         # the vector is in the cache (the exact step, after the candidates' passes, took 4× as long)
-        contenders = np.flatnonzero(bm25 >= top * (1 - 2 * error))
+        if self._dead().size == 0 and bm25.size >= tuning.BLOCKS_READ_ALONE:  # as `_top_within` reads
+            # them: the max of block maxima, then the blocks near it alone, instead of a pass over all
+            starts = _block_starts(bm25.size, max(1, min(1024, bm25.size // 4)))
+            maxima = np.maximum.reduceat(bm25, starts)
+            top = float(maxima.max())
+            cut = top * (1 - 2 * error)
+            contenders = _in_blocks(bm25, cut, starts, np.flatnonzero(maxima >= cut))
+        else:
+            top = float(bm25.max() if self._dead().size == 0 else np.max(bm25, where=alive, initial=0.0))
+            contenders = np.flatnonzero(bm25 >= top * (1 - 2 * error))
         bm25.flags.writeable = False  # kept, shared by the queries of these terms
         return _Approximate(bm25, top, error, contenders[alive[contenders]])
 
