@@ -158,7 +158,7 @@ class _ExactPass(_FewSlotsPass):
             contenders = np.flatnonzero(self._columns.view("alive")) if approximate is None else approximate.contenders
         if slots.size + contenders.size <= min(tuning.SLOTS_IN_PYTHON, tuning.FEW_SLOTS) and \
                 q.keys.size <= tuning.TERMS_IN_PYTHON:
-            return self._exact_listed(q, slots.tolist(), contenders.tolist())
+            return self._exact_listed(q, slots, contenders.tolist())
         bm25, max_bm25, matched = np.zeros(slots.size), 0.0, np.zeros((slots.size, 0), dtype=bool)
         if q.keys.size:
             both = _union(contenders, slots)

@@ -34,17 +34,19 @@ if TYPE_CHECKING:
 class _FewSlotsPass:
     """`_exact` for a few slots (a part of `LiveIndex`, on the state `live` holds; `exact` calls it)."""
 
-    def _exact_listed(self, q: "_Query", slots: list[int], contenders: list[int]) -> dict[str, Any]:
+    def _exact_listed(self, q: "_Query", at: np.ndarray, contenders: list[int]) -> dict[str, Any]:
         """`_exact`'s values, as lists, for these slots (in the order given); the lexical max is
-        looked up among them and the `contenders` (the slots that may hold it)."""
-        w, columns = q.weighting, self._columns
+        looked up among them and the `contenders` (the slots that may hold it). The columns are read
+        at the slots' array (`at`): indexing with a list converts it at every call (4 µs, not 1.7)."""
+        w, columns, slots = q.weighting, self._columns, at.tolist()
         bm25 = dict(zip(slots, [0.0] * len(slots)))
         matched: dict[int, list[bool]] = {}
         max_bm25 = 0.0
         if q.keys.size:
             both = sorted(bm25.keys() | set(contenders))
-            norms = self._length_norm()[both].tolist()
-            tfs = self._term_counts(q, np.asarray(both)).tolist()
+            both_at = np.asarray(both, dtype=np.intp)
+            norms = self._length_norm()[both_at].tolist()
+            tfs = self._term_counts(q, both_at).tolist()
             for j, (slot, norm) in enumerate(zip(both, norms)):
                 total = 0.0
                 for idf_t, tf in zip(q.idf, tfs):  # query order, as `_bm25_at`'s running sum
@@ -53,17 +55,17 @@ class _FewSlotsPass:
                 bm25[slot] = total
                 matched[slot] = [tf[j] > 0 for tf in tfs]
             max_bm25 = max(bm25.values())
-        classes = w["classes"][slots].tolist()
+        classes = w["classes"][at].tolist()
         table = w["table"].tolist()
         weights = [table[c] for c in classes]
         structural = [0.0] * len(slots)
         if q.bag_total > 0:
-            arch_total = columns.arch_total[slots].tolist()
-            for j, shared in enumerate(self._shared_listed(q, slots)):
+            arch_total = columns.arch_total[at].tolist()
+            for j, shared in enumerate(self._shared_listed(q, at)):
                 if classes[j] >= 2:  # structural applies (`_new_weighting`'s classes)
                     structural[j] = T.structural(shared, q.bag_total, arch_total[j])
-        recency = _recency_listed(q, columns.time[slots].tolist(), classes) if q.now is not None else None
-        importance = columns.importance[slots].tolist()
+        recency = _recency_listed(q, columns.time[at].tolist(), classes) if q.now is not None else None
+        importance = columns.importance[at].tolist()
         lexical, score = [], []
         for j, slot in enumerate(slots):
             value = bm25[slot] / max_bm25 if max_bm25 > 0 else 0.0
@@ -78,9 +80,9 @@ class _FewSlotsPass:
                 "structural_applies": [c >= 2 for c in classes], "recency_applies": [c % 2 == 1 for c in classes],
                 "classes": classes, "matched": [matched.get(slot, []) for slot in slots]}
 
-    def _shared_listed(self, q: "_Query", slots: list[int]) -> list[float]:
+    def _shared_listed(self, q: "_Query", slots: np.ndarray) -> list[float]:
         """`_shared_at`'s Σ_c min(q_c, r_c) of these slots, component by component in query order."""
-        shared = [0.0] * len(slots)
+        shared = [0.0] * slots.size
         for key, q_count in zip(self._components.keys_of(list(q.bag)).tolist(), q.bag.values()):
             if key < 0:
                 continue
