@@ -182,6 +182,10 @@ def test_a_cut_ranking_is_the_full_ranking_cut(records, q, limit, relevant_only,
     with mock.patch.object(tuning, "SLOTS_IN_PYTHON", 0), mock.patch.object(tuning, "ANSWERS_KEPT", 0):
         # the few slots' exact values from numpy arrays, not Python floats
         _same(index.rank(_query(q, limit=limit), relevant_only=relevant_only, min_score=min_score), full[:limit])
+    with mock.patch.object(tuning, "BLOCKS_READ_ALONE", 0), mock.patch.object(tuning, "ANSWERS_KEPT", 0), \
+            mock.patch.object(tuning, "APPROXIMATIONS_KEPT", 0):
+        # the lexical max's contenders and the cut read from the blocks near them, as past 2^18 slots
+        _same(index.rank(_query(q, limit=limit), relevant_only=relevant_only, min_score=min_score), full[:limit])
 
 
 @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
@@ -263,6 +267,30 @@ def test_top_within_keeps_exactly_what_is_within_the_margin(values, limit, margi
 
 
 @settings(max_examples=300)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 4000), st.integers(1, 12), st.sampled_from([0.0, 1e-6, 0.05]),
+       st.integers(1, 64), st.sampled_from([3, 50, 0]), st.sampled_from([0, 1 << 30]))
+def test_top_within_over_many_blocks_reads_every_value_it_needs(seed, size, limit, margin, blocks, levels, alone):
+    """Past 4 values a block, the pool is read in one pass or (from `BLOCKS_READ_ALONE` values on) only
+    in the blocks whose maximum reaches the cut: either way every value within the margin is found, at
+    any place in its block (ties and −inf included)."""
+    from soma_lsp.retrieval.index.approximate import _top_within
+
+    rng = np.random.default_rng(seed)
+    score = rng.random(size, dtype=np.float32)
+    if levels:  # ties: a few distinct values
+        score = np.floor(score * levels).astype(np.float32) / levels
+    score[rng.random(size) < 0.1] = -np.inf
+    finite = np.sort(score[score > -np.inf])
+    with mock.patch.object(tuning, "BLOCKS_READ_ALONE", alone):
+        got = _top_within(score, limit, margin, blocks=blocks)
+    if finite.size <= limit:
+        assert got.tolist() == np.flatnonzero(score > -np.inf).tolist()
+    else:
+        kth = finite[finite.size - limit]
+        assert got.tolist() == np.flatnonzero(score >= kth - margin).tolist()
+
+
+@settings(max_examples=300)
 @given(st.sets(st.integers(0, 60)), st.sets(st.integers(0, 60)))
 def test_the_union_of_sorted_slots_is_numpys(a, b):
     from soma_lsp.retrieval.index.exact import _union
@@ -297,8 +325,9 @@ def test_a_contribution_is_the_spec_arithmetic_and_its_float32_one_within_the_bo
 @given(pools(), queries, st.lists(st.integers(0, 40), max_size=4), st.sampled_from([1 << 29, 0]))
 def test_the_approximate_bm25_is_within_its_bound_of_the_exact_one(records, q, churn, budget):
     """Every slot's float32 bm25 (contributions sparse or dense, cached or not: budget 0 keeps none)
-    is within half the step's ε of the exact bm25 — the proven (2n + c)·u — and its `top` is the
-    largest over live slots."""
+    is within half the step's ε of the exact bm25 — the proven (2n + c)·u —, its `top` is the
+    largest over live slots and its contenders the live slots within 2ε of it, read in one pass or
+    (from `BLOCKS_READ_ALONE` slots on) from the blocks near the max alone."""
     index = _churned(records, churn)
     index._contributions.budget = budget
     resolved = index._resolve(_query(q, limit=1))
@@ -312,6 +341,11 @@ def test_the_approximate_bm25_is_within_its_bound_of_the_exact_one(records, q, c
     got = approximation.bm25[alive].astype(np.float64)
     assert np.all(np.abs(got - exact) <= approximation.error / 2 * exact)
     assert approximation.top == got.max()
+    near = alive[approximation.bm25[alive] >= approximation.top * (1 - 2 * approximation.error)]
+    assert approximation.contenders.tolist() == near.tolist()
+    with mock.patch.object(tuning, "BLOCKS_READ_ALONE", 0):  # the blocks near the max read alone
+        again = index._approximated(resolved)
+    assert (again.top, again.contenders.tolist()) == (approximation.top, near.tolist())
 
 
 @settings(max_examples=50, suppress_health_check=[HealthCheck.too_slow])
@@ -370,3 +404,29 @@ def test_dense_terms_from_one_eighth_of_the_records_only_when_their_vectors_fit(
     assert contributions.dense_fraction(doc_freq, 100) == 8  # 2 vectors of 100 float32 = 800 B ≤ 1600 / 2
     contributions.budget = 1599
     assert contributions.dense_fraction(doc_freq, 100) == 4
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@given(pools(), queries, st.integers(1, 6), st.lists(st.integers(0, 40), max_size=4), st.sampled_from([0, 90]))
+def test_a_dense_terms_counts_as_bytes_are_its_postings(records, q, limit, churn, repeated):
+    """A short query's dense terms give the exact step their counts from a byte per slot: each is the
+    count its postings hold (0 where none), at every slot, dead ones too; a count past a byte
+    (`repeated` 90 words ×3 for the name's weight: 270) leaves the term to the search, and the
+    ranking is the full one cut either way."""
+    if repeated:
+        records = [*records, parse_record({"id": "zz-many", "name": " ".join(["rope"] * repeated)})]
+    index = _churned(records, churn)
+    _same(index.rank(_query(q, limit=limit)), index.rank(_query(q))[:limit])
+    keys = np.flatnonzero(index._terms.doc_freq > 0)
+    slots = np.arange(index._columns.size)
+    for key in keys[index._dense(keys)].tolist():
+        counts = index._contributions.counts(index._layout, index._terms.segments, key, slots.size)
+        want = np.zeros(slots.size)
+        for segment in index._terms.segments:
+            found = segment.postings(key)
+            if found is not None:
+                want[found[0]] = found[1]
+        if want.max() >= 256:
+            assert counts is None
+        else:
+            assert counts.dtype == np.uint8 and counts.tolist() == want.tolist()

@@ -50,12 +50,28 @@ class _ExactPass(_FewSlotsPass):
 
     def _term_counts(self, q: "_Query", slots: np.ndarray) -> np.ndarray:
         """tf of each query key at each of these (sorted, distinct) slots (keys × slots, 0.0 where
-        absent), looked up in the postings of the segments that may hold them."""
+        absent), looked up in the postings of the segments that may hold them — or, for a short
+        query's dense terms (up to KEYS_ONE_BY_ONE keys, which `counts_at` searches one by one),
+        read from their counts as bytes (`_Contributions.counts`); past it, one search for all keys
+        costs less than a look-up per key."""
         tf = np.zeros((q.keys.size, slots.size))
+        keys, rows = q.keys, slice(None)
+        if q.keys.size <= tuning.KEYS_ONE_BY_ONE:
+            searched = []
+            for row, (key, is_dense) in enumerate(zip(q.keys.tolist(), self._dense(q.keys).tolist())):
+                counts = self._contributions.counts(self._layout, self._terms.segments, key,
+                                                    self._columns.size) if is_dense else None
+                if counts is None:
+                    searched.append(row)
+                else:
+                    tf[row] = counts[slots]
+            if not searched:
+                return tf
+            keys, rows = q.keys[searched], searched
         for segment in self._terms.segments:  # a slot's postings are all in one segment
             start, end = np.searchsorted(slots, (segment.first, segment.last + 1)).tolist()
             if start < end:
-                tf[:, start:end] = segment.counts_at(q.keys, slots[start:end])
+                tf[rows, start:end] = segment.counts_at(keys, slots[start:end])
         return tf
 
     def _shared_at(self, q: "_Query", slots: np.ndarray) -> np.ndarray:
@@ -142,7 +158,7 @@ class _ExactPass(_FewSlotsPass):
             contenders = np.flatnonzero(self._columns.view("alive")) if approximate is None else approximate.contenders
         if slots.size + contenders.size <= min(tuning.SLOTS_IN_PYTHON, tuning.FEW_SLOTS) and \
                 q.keys.size <= tuning.TERMS_IN_PYTHON:
-            return self._exact_listed(q, slots.tolist(), contenders.tolist())
+            return self._exact_listed(q, slots, contenders.tolist())
         bm25, max_bm25, matched = np.zeros(slots.size), 0.0, np.zeros((slots.size, 0), dtype=bool)
         if q.keys.size:
             both = _union(contenders, slots)

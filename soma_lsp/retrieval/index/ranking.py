@@ -221,8 +221,10 @@ class _Ranking(_ExactPass, _ApproximatePass):
                                                                                  "matched"))
         recency = picked(exact["recency"]) if exact["recency"] is not None else [None] * at.size
         structural_applies, recency_applies = picked(exact["structural_applies"]), picked(exact["recency_applies"])
-        weights = q.weighting["table"][picked(exact["classes"])].tolist()
-        importance, dead_end = self._columns.importance[slots].tolist(), self._columns.dead_end[slots].tolist()
+        table = q.weighting["table"].tolist()
+        weights = [table[c] for c in picked(exact["classes"])]
+        slots_at = np.asarray(slots, dtype=np.intp)  # (indexing with the list would convert it twice)
+        importance, dead_end = self._columns.importance[slots_at].tolist(), self._columns.dead_end[slots_at].tolist()
         query_components = set(q.bag)
         results = []
         for i, slot in enumerate(slots):

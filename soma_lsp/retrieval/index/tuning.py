@@ -12,6 +12,8 @@ KEYS_ONE_BY_ONE = 4  # `_Segment.counts_at` searches up to this many keys' posti
 FEW_SLOTS = 4096  # exact values of up to this many slots are looked up, not scattered
 SLOTS_IN_PYTHON = 16  # … and of up to this many (with the lexical max's contenders), in Python floats (`few`),
 TERMS_IN_PYTHON = 8  # for a query of up to this many known terms (past it numpy's vectorised lookup costs less)
+BLOCKS_READ_ALONE = 1 << 18  # from this many slots on, the cut (`_top_within`) and the lexical max's contenders
+# (`_approximated`) are read in the blocks whose maxima reach them alone (at 100k a pass over all costs less)
 WEIGHTINGS_KEPT = 8  # query shapes whose per-record weighting is kept (see `_weighting`)
 STATIC_PARTS_KEPT = 4  # per query shape: the approximate score's query-independent part for this many `now`s,
 # its structural term for this many component bags, and its denominators for this many bag totals
