@@ -11,7 +11,8 @@ import pytest
 from soma_lsp.query import ALL_ON, Hints, Levers
 from soma_lsp.records import parse_record
 from soma_lsp.retrieval import LiveIndex, RetrievalQuery
-from soma_lsp.server.evidence import focus_order, name_stem, names_only, names_the_word, off_the_line, with_forms
+from soma_lsp.server.evidence import (focus_order, name_stem, names_only, names_the_word, off_the_line, with_forms,
+                                      word_spellings)
 from soma_lsp.server.related import Tied, find_related
 from soma_lsp.server.standing import DEAD_END_SHARE, OLD_RUN_SHARE, lift
 
@@ -333,6 +334,27 @@ def test_a_word_the_pool_spells_otherwise_is_asked_in_its_spelling():
     off = find_related(idx, ask, (), min_score=0.0, limit=None, hints=near, min_terms=1,
                        levers=replace(ALL_ON, forms=False))
     assert "gain" in ids(on) and "gain" not in ids(off)
+
+
+def test_another_form_of_the_word_under_the_cursor_matches_it_in_the_words_bonus():
+    """`IGNORE_INDEX` under the cursor: the pool says "ignored", never "ignore" — a record saying so
+    matches the word (lever `forms`); a word the pool holds as written, or a short one, keeps its spelling."""
+    idx = LiveIndex([parse_record(r) for r in [
+        {"id": "prompt", "name": "answers-only-loss", "finished_at": "2026-11-01T00:00:00Z",
+         "conclusion": "question tokens ignored in the loss"},
+        {"id": "vocab", "name": "vocab-index-check", "finished_at": "2025-06-01T00:00:00Z",
+         "conclusion": "the loss checks every index of the vocabulary"},
+        {"id": "other", "name": "make-schedule", "finished_at": "2026-11-20T00:00:00Z",
+         "conclusion": "makes the schedule"},
+    ]])
+    assert word_spellings(idx, ("ignore", "index")) == {"ignor": "ignore"}
+    assert word_spellings(idx, ("make", "loss")) == {}  # `make` is short, `loss` is held as written
+    ask = query("loss ignore index ignored")
+    near = Hints(focus=("loss", "ignore", "index"), word=("ignore", "index"))
+    on = find_related(idx, ask, (), min_score=0.0, limit=None, hints=near, min_terms=1)
+    off = find_related(idx, ask, (), min_score=0.0, limit=None, hints=near, min_terms=1,
+                       levers=replace(ALL_ON, forms=False))
+    assert ids(off)[0] == "vocab" and ids(on)[0] == "prompt"
 
 
 def test_shared_components_move_a_run_up_in_the_order():

@@ -54,7 +54,9 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
 * `forms` — a word near the cursor (its line, the word under it) that no record spells as the code
   does is asked in the pool's spellings of it too (`initializer` → `initialised`, `normalize` →
   `normalisation`; `word_forms`, a handful of English suffixes and -ise/-ize). Expanding every
-  word of the scope, or words the pool already holds, moved as many probes down as up.
+  word of the scope, or words the pool already holds, moved as many probes down as up. In the bonus
+  of the word under the cursor, a record holding such a spelling of one of its terms (longer than a
+  root's four letters) matches that term: `ignored` is the `ignore` of `IGNORE_INDEX`.
 * `components` — the gated ranking is ordered with a bonus for the components a record shares with
   the scope (`evidence.COMPONENT_BONUS` × its structural term): the core leaves structural out for
   a record without an architecture, so a run naming the very parts this code builds scored below

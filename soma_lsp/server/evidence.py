@@ -18,7 +18,8 @@ core's ranking (docs/spec.md §2) — only which ranked records pass and in what
   other arms of that sweep) follow it.
 * **forms** (`with_forms`): a word near the cursor that the pool never spells as the code does
   (`initializer`, `normalize`) is asked in the pool's spellings of it too (`initialised`,
-  `normalisation`; `soma_lsp.query.word_forms`).
+  `normalisation`; `soma_lsp.query.word_forms`); in the word under the cursor's bonus a record holding
+  one of those spellings matches the word's term (`word_spellings`, `focus_order`).
 * **siblings** (`siblings_of`): records of the same experiment as a tied or top-ranked record — the
   same name stem (`lr-3e-4-1b` ~ `lr-1e-3-1b`), or one naming the other ("re-run of rope-theta-1m")
   — follow it, labelled "sibling of …": who must see one must see its siblings.
@@ -38,14 +39,14 @@ import threading
 import weakref
 from array import array
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from .. import foreground
 from ..gcpause import collector_paused
 from ..knobs import Knob, canonical_value, knob_settings
 from ..records import Record
-from ..query.word_forms import forms, root
+from ..query.word_forms import MIN_ROOT, forms, root
 from ..retrieval import LiveIndex, RetrievalQuery, ScoredRecord, tokenize
 
 #: Summed idf of the matched terms a ranked record needs to be shown unasked (lever `strength`), in
@@ -121,6 +122,17 @@ def with_forms(index: LiveIndex, query: RetrievalQuery, near: Sequence[str]) -> 
     return replace(query, text=f"{query.text} {' '.join(extra)}")
 
 
+def word_spellings(index: LiveIndex, word: Sequence[str]) -> dict[str, str]:
+    """Root → term for the terms of the word under the cursor that no record holds as written and
+    that are longer than `word_forms.MIN_ROOT` (lever `forms`): in the word's bonus (`focus_order`) a
+    record holding another form of such a term matches it — `ignored` for `IGNORE_INDEX`,
+    `evaluation` for `evaluate` — as `with_forms` asks those forms. A word the pool holds as
+    written keeps its own spelling, and a short one (`make`, a root as it stands) would match every
+    `makes` of the notes (docs/benchmarks.md § Quality, try 137)."""
+    held = index.idf_of(word)
+    return {root(t): t for t in word if len(t) > MIN_ROOT and not held.get(t)}
+
+
 def strength(scored: ScoredRecord, idf: dict[str, float], aliases: Sequence[Sequence[str]] = ()) -> float:
     """The summed idf of the query terms the record matched: a match's absolute strength. The
     names of one idea (an alias group the query builder added) count once, by the rarest."""
@@ -146,11 +158,13 @@ def strong(scored: ScoredRecord, idf: dict[str, float], aliases: Sequence[Sequen
 
 def focus_order(ranked: Sequence[ScoredRecord], focus: Sequence[str],
                 key: Callable[[ScoredRecord], float] = lambda s: s.score,
-                word: Sequence[str] = (), aliases: Sequence[Sequence[str]] = ()) -> list[ScoredRecord]:
+                word: Sequence[str] = (), aliases: Sequence[Sequence[str]] = (),
+                spellings: Mapping[str, str] | None = None) -> list[ScoredRecord]:
     """`ranked` by `key` (the score, or the server's standing) plus the cursor line's bonus, and
     `WORD_BONUS` × the share of the terms of the word under the cursor (`word`) a record matches. A
     record holding a word of an alias group fired near the cursor (`aliases`) matches all of the
-    group's words: the notes' "rotary" is the line's `freqs_cis`."""
+    group's words: the notes' "rotary" is the line's `freqs_cis`. Likewise a record holding another
+    form of a term of the word (`spellings`, root → the term: `word_spellings`) matches that term."""
     if not focus:
         return list(ranked)
     wanted, pointed = set(focus), set(word)
@@ -161,6 +175,8 @@ def focus_order(ranked: Sequence[ScoredRecord], focus: Sequence[str],
         for group in aliases:  # one idea: a record naming it in other words matches the line's name of it
             if matched.intersection(group):
                 matched.update(group)
+        if spellings:  # `ignored` in a note is the `ignore` of `IGNORE_INDEX`
+            matched.update(spellings[r] for r in map(root, list(matched)) if r in spellings)
         share = len(wanted.intersection(matched)) / len(wanted)
         on_word = len(pointed.intersection(matched)) / len(pointed) if pointed else 0.0
         return (-(base(s) + FOCUS_BONUS * share + WORD_BONUS * on_word), s.record.id)
@@ -513,5 +529,4 @@ def siblings_of(index: LiveIndex, anchors: Iterable[Record], exclude: set[str]) 
 
 __all__ = ["COMPONENT_BONUS", "FOCUS_BONUS", "MIN_STRENGTH", "NAME_BONUS", "WORD_BONUS", "focus_order", "is_about",
            "knob_front", "knob_tier", "name_stem", "names_only", "names_the_word", "off_the_line", "read_runs", "siblings_of",
-           "strong",
-           "with_forms"]
+           "strong", "with_forms", "word_spellings"]

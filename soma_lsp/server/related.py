@@ -232,7 +232,9 @@ def arrange(index: LiveIndex, query: RetrievalQuery, tied: Sequence[ScoredRecord
         idf = index.idf_of(t for s in ranked for t in s.components.matched_terms)
         ranked = [s for s in ranked if evidence.strong(s, idf, hints.aliases, n_records=len(index))]
     if levers.cursor:
-        ranked = evidence.focus_order(ranked, hints.focus, key=order, word=hints.word, aliases=hints.aliases)
+        spellings = evidence.word_spellings(index, hints.word) if levers.forms else {}
+        ranked = evidence.focus_order(ranked, hints.focus, key=order, word=hints.word, aliases=hints.aliases,
+                                      spellings=spellings)
     knobs = evidence.knob_front(index, hints.settings, hints.knob) if levers.knob else []
     tiers = Tiers(index, {s.record.id for s in tied}, levers.siblings, dict(knobs))
     for record_id, _ in knobs:
