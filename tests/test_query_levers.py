@@ -241,3 +241,25 @@ def test_a_line_asks_for_the_settings_of_the_condition_it_runs_under():
     reads = [build_query(source, "m.py", position=(row, 14), scope="find").hints.reads for row in (4, 6, 7)]
     assert reads == [("learning_starts",), ("learning_starts",), ("total_steps",)]  # `else:` runs under its `if`
     assert build_query(source, "conf.yaml", position=(4, 14), scope="find").hints.reads == ()  # (no blocks in YAML)
+
+
+def test_a_line_asks_for_the_settings_its_class_copied_into_the_attributes_it_reads():
+    source = ("class SparseMoeBlock(nn.Module):\n"
+              "    def __init__(self, config):\n"
+              "        self.top_k = config.num_experts_per_tok\n"
+              "        self.scale = config.hidden_size ** -0.5\n"
+              "        # self.jitter = config.router_jitter_noise\n"
+              "        self.gate = nn.Linear(config.hidden_size, config.num_local_experts)\n"
+              "\n"
+              "    def forward(self, x):\n"
+              "        weights, experts = torch.topk(self.gate(x), self.top_k, dim=-1)\n"
+              "        return x * self.scale + self.jitter\n"
+              "\n"
+              "def route(self, x):\n"
+              "    return torch.topk(x, self.top_k)\n")
+    assert build_query(source, "moe.py", position=(8, 8), scope="find").hints.reads == ("num_experts_per_tok",)
+    # a value made from a setting, an attribute set in a comment, a function outside any class: no setting
+    assert build_query(source, "moe.py", position=(9, 8), scope="find").hints.reads == ()
+    assert build_query(source, "moe.py", position=(12, 8), scope="find").hints.reads == ()
+    assert build_query(source, "moe.py", position=(8, 8), scope="find",
+                       levers=replace(ALL_ON, knob=False)).hints.reads == ()

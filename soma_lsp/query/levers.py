@@ -39,7 +39,9 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   defaults: `sample_steps=50` of `ddim_sample_loop`, not `focal_loss=False` of `postprocess`). Runs named after the knob
   alone (`lr-2e-4`) come before runs whose name qualifies it (`backbone-lr-1e-4`). The settings a line
   reads from a config object (`args.policy_frequency`), or that the `if` it runs under reads
-  (`if global_step < args.learning_starts:`), bring the runs about them after the top ranked record.
+  (`if global_step < args.learning_starts:`), or that it reads through an attribute its class copied
+  from one (`self.top_k` after `self.top_k = config.num_experts_per_tok`), bring the runs about them
+  after the top ranked record.
 * `siblings` — records of the same experiment as a tier's, a tied or the top record (same name stem
   at another setting, "re-run of" its name) follow it right after it.
 * `dead_ends` — a dead end hardly ages: the gate and the order read a dead end's score with 0.75 of
