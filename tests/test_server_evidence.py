@@ -336,6 +336,28 @@ def test_a_word_the_pool_spells_otherwise_is_asked_in_its_spelling():
     assert "gain" in ids(on) and "gain" not in ids(off)
 
 
+def test_a_run_that_set_the_lines_flag_to_the_other_boolean_is_its_other_arm():
+    """`bf16: bool = True`: the fp16 dead end set `bf16=false` and is named after fp16 — lever `knob`
+    puts it in the tier with the runs named after the flag; a number's other value needs the name."""
+    idx = LiveIndex([parse_record(r) for r in [
+        {"id": "fp16", "name": "fp16-with-loss-scaling", "status": "failed", "finished_at": "2025-01-01T00:00:00Z",
+         "conclusion": "half precision overflowed", "notes": "bf16=false, fp16=true"},
+        {"id": "angles", "name": "bug-angles-in-bf16", "status": "failed", "finished_at": "2026-11-01T00:00:00Z",
+         "conclusion": "the rotary angles in bf16 lost precision", "notes": "bf16 angles"},
+        {"id": "lr", "name": "warmup-short", "finished_at": "2026-11-20T00:00:00Z",
+         "conclusion": "bf16 run with a short warmup", "notes": "lr=1e-4"},
+    ]])
+    ask = query("bf16")
+    flag = Hints(settings=(("bf16", "true", "True"),), focus=("bf16",), word=("bf16",), knob="bf16")
+    related = find_related(idx, ask, (), min_score=0.0, limit=None, hints=flag, min_terms=1)
+    assert ids(related)[0] == "fp16" and dict(related.labels)["fp16"].startswith("same knob: bf16 = false")
+    assert ids(find_related(idx, ask, (), min_score=0.0, limit=None, hints=flag, min_terms=1,
+                            levers=replace(ALL_ON, knob=False)))[0] == "angles"
+    number = Hints(settings=(("lr", "0.001", "1e-3"),), focus=("lr",), word=("lr",), knob="lr")
+    assert "lr" not in dict(find_related(idx, query("lr"), (), min_score=0.0, limit=None, hints=number,
+                                         min_terms=1).labels)
+
+
 def test_another_form_of_the_word_under_the_cursor_matches_it_in_the_words_bonus():
     """`IGNORE_INDEX` under the cursor: the pool says "ignored", never "ignore" — a record saying so
     matches the word (lever `forms`); a word the pool holds as written, or a short one, keeps its spelling."""

@@ -37,7 +37,9 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   On a line setting several knobs (a signature's defaults) the one under the cursor is the one asked;
   on a function's own name, only those sharing a word with it (the function is asked, not its
   defaults: `sample_steps=50` of `ddim_sample_loop`, not `focal_loss=False` of `postprocess`). Runs named after the knob
-  alone (`lr-2e-4`) come before runs whose name qualifies it (`backbone-lr-1e-4`). The settings a line
+  alone (`lr-2e-4`) come before runs whose name qualifies it (`backbone-lr-1e-4`); a run that set a flag
+  of the line to the other boolean is about it whatever its name (`fp16-with-loss-scaling` with
+  `bf16=false`, at `bf16: bool = True`). The settings a line
   reads from a config object (`args.policy_frequency`), or that the `if` it runs under reads
   (`if global_step < args.learning_starts:`), or that it reads through an attribute its class copied
   from one (`self.top_k` after `self.top_k = config.num_experts_per_tok`), bring the runs about them

@@ -409,6 +409,10 @@ def _knob_matches(index: LiveIndex, settings: Sequence[tuple[str, str, str]]) ->
 _GENERIC_KNOB_WORDS = frozenset({"num", "n", "max", "min", "use", "init", "size", "dim", "steps", "rate"})
 
 
+#: A flag's two values (`soma_lsp.knobs.canonical_value`): each the other's arm.
+_OTHER_BOOLEAN = {"true": "false", "false": "true"}
+
+
 def is_about(record: Record | None, knob: str, value: Knob | None = None) -> bool:
     """Whether a run is about a knob: a distinctive word of the knob is in its name (`lr-3e-4-1b`,
     `warmup-2000` for `warmup_steps`) — a run of that setting, or an arm of its sweep; or the value
@@ -438,14 +442,18 @@ def knob_front(index: LiveIndex, settings: Sequence[tuple[str, str, str]], point
     arm of the `freq_width` sweep, which shares `freq_masks=2` with the line) are no evidence about
     `time_masks`, and keep their place in the ranking (docs/benchmarks.md § Quality, try 94). Runs named
     after the knob alone (`lr-2e-4` for `lr`) come before those whose name qualifies it
-    (`backbone-lr-1e-4`, about the backbone's own rate, and its sweep's arms): `names_only`, try 108."""
+    (`backbone-lr-1e-4`, about the backbone's own rate, and its sweep's arms): `names_only`, try 108.
+    A run that set a flag of the line to the other boolean (`bf16=false` at `bf16: bool = True`) is
+    the flag's other arm, whatever its name: a run turning a flag off is named after what it did
+    instead (`fp16-with-loss-scaling`), so its name cannot say it is about the flag (try 139)."""
     if pointed in {knob for knob, _, _ in settings}:
         settings, pointed = [s for s in settings if s[0] == pointed], ""
     knobs = [knob for knob, _, _ in settings]
+    flips = {knob: _OTHER_BOOLEAN[value] for knob, value, _ in settings if value in _OTHER_BOOLEAN}
     about, passing = [], []
     for record_id, label, knob, value in _knob_matches(index, settings):
         record = index.get(record_id)
-        if any(is_about(record, k) for k in knobs) or is_about(record, knob, value):
+        if any(is_about(record, k) for k in knobs) or is_about(record, knob, value) or flips.get(knob) == value.value:
             about.append((record_id, label))
         elif label.startswith("same setting"):
             passing.append((record_id, label))
