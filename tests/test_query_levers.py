@@ -263,3 +263,13 @@ def test_a_line_asks_for_the_settings_its_class_copied_into_the_attributes_it_re
     assert build_query(source, "moe.py", position=(12, 8), scope="find").hints.reads == ()
     assert build_query(source, "moe.py", position=(8, 8), scope="find",
                        levers=replace(ALL_ON, knob=False)).hints.reads == ()
+
+
+def test_torchs_checkpoint_argument_names_activation_recomputation():
+    """`checkpoint(layer, …, use_reentrant=False)`: the notes say "recompute" (try 140); `checkpoint`
+    alone is no evidence — it saves a model as often as it recomputes activations."""
+    from soma_lsp.query.vocabulary import expand
+
+    asked, groups = expand(["checkpoint", "layer", "use", "reentrant"])
+    assert {"recompute", "recomputation", "remat"} <= set(asked) and len(groups) == 1
+    assert expand(["save", "checkpoint"]) == (["save", "checkpoint"], ())

@@ -78,7 +78,7 @@ REINFORCEMENT_LEARNING: tuple[tuple[str, ...], ...] = (
     ("vmap", "vectorized", "vectorised"),
     ("lax scan", "scan loop"),
     ("pmap", "data parallel", "ddp", "distributed data parallel"),
-    ("remat", "activation checkpointing", "gradient checkpointing", "recomputation"),
+    ("remat", "activation checkpointing", "gradient checkpointing", "recomputation", "recompute", "reentrant"),
 )
 
 TRAINING: tuple[tuple[str, ...], ...] = (
