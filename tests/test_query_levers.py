@@ -273,3 +273,20 @@ def test_torchs_checkpoint_argument_names_activation_recomputation():
     asked, groups = expand(["checkpoint", "layer", "use", "reentrant"])
     assert {"recompute", "recomputation", "remat"} <= set(asked) and len(groups) == 1
     assert expand(["save", "checkpoint"]) == (["save", "checkpoint"], ())
+
+
+def test_a_functions_name_line_asks_for_the_settings_its_body_reads():
+    source = ("def make_lora_config(args):\n"
+              "    return LoraConfig(r=args.lora_r, lora_dropout=args.lora_dropout,\n"
+              "                      target_modules=cfg['target_modules'])\n"
+              "\n"
+              "class Block:\n"
+              "    def __init__(self, config):\n"
+              "        self.top_k = config.num_experts_per_tok\n")
+    on_name = build_query(source, "lora.py", position=(0, 6), scope="find")
+    assert on_name.hints.body_reads == ("lora_r", "lora_dropout", "target_modules") and on_name.hints.reads == ()
+    assert build_query(source, "lora.py", position=(1, 8), scope="find").hints.body_reads == ()  # in the body: its line
+    assert build_query(source, "lora.py", position=(4, 7), scope="find").hints.body_reads == ()  # a class's name
+    assert build_query(source, "lora.py", position=(0, 6), scope="lens").hints.body_reads == ()
+    assert build_query(source, "lora.py", position=(0, 6), scope="find",
+                       levers=replace(ALL_ON, knob=False)).hints.body_reads == ()

@@ -358,6 +358,26 @@ def test_a_run_that_set_the_lines_flag_to_the_other_boolean_is_its_other_arm():
                                          min_terms=1).labels)
 
 
+def test_on_a_functions_name_line_the_runs_about_the_settings_it_reads_move_up():
+    """`def make_lora_config(args)` reads `args.lora_r`: the rank sweep's runs move up by `READ_BONUS`
+    (lever `knob`), ahead of a run that only shares the signature's words — a bonus, not a tier."""
+    idx = LiveIndex([parse_record(r) for r in [
+        {"id": "scale", "name": "rank-stabilised-lora-scale", "finished_at": "2026-11-20T00:00:00Z",
+         "conclusion": "lora config with the rank-stabilised scale", "notes": "use_rslora=true"},
+        {"id": "r16", "name": "lora-r-16", "finished_at": "2026-06-01T00:00:00Z",
+         "conclusion": "adapter rank 16 for the lora config", "notes": "lora_r=16"},
+        {"id": "far", "name": "lora-r-4", "finished_at": "2025-01-01T00:00:00Z",
+         "conclusion": "adapter rank 4", "notes": "lora_r=4"},
+    ]])
+    ask = query("make lora config rank")
+    line = Hints(focus=("make", "lora", "config"), word=("make", "lora", "config"), body_reads=("lora_r",))
+    on = ids(find_related(idx, ask, (), min_score=0.0, limit=None, hints=line, min_terms=1))
+    off = ids(find_related(idx, ask, (), min_score=0.0, limit=None, hints=line, min_terms=1,
+                           levers=replace(ALL_ON, knob=False)))
+    assert off[0] == "scale" and on[0] == "r16"
+    assert on.index("far") > on.index("r16")  # each keeps its own standing: no tier
+
+
 def test_another_form_of_the_word_under_the_cursor_matches_it_in_the_words_bonus():
     """`IGNORE_INDEX` under the cursor: the pool says "ignored", never "ignore" — a record saying so
     matches the word (lever `forms`); a word the pool holds as written, or a short one, keeps its spelling."""

@@ -90,7 +90,8 @@ class Hints:
     several knobs, the one under the cursor is the one asked), ``reads`` the settings the cursor's line,
     or the condition it runs under, reads from a config object (lever `knob`: `args.policy_frequency`
     in `update_actor_now = global_step % args.policy_frequency == 0`, `args.learning_starts` of the `if`
-    above a line; `config_reads`)."""
+    above a line; `config_reads`), ``body_reads`` on a function's own name line the settings its body reads
+    from a config object (lever `knob`: the runs about them move up, `body_reads`)."""
 
     focus: tuple[str, ...] = ()
     settings: tuple[tuple[str, str, str], ...] = ()
@@ -99,6 +100,7 @@ class Hints:
     in_body: bool = False
     knob: str = ""
     reads: tuple[str, ...] = ()
+    body_reads: tuple[str, ...] = ()
 
     @property
     def near(self) -> tuple[str, ...]:
@@ -381,6 +383,18 @@ def config_reads(doc, pos: Position | None, skip: set[str], cls: Definition | No
     return tuple(dict.fromkeys(k for k in reads if k not in skip))
 
 
+def body_reads(doc, scope: Definition, skip: set[str]) -> tuple[str, ...]:
+    """The settings a function reads from a config object anywhere in its body (`make_lora_config(args)`
+    reads `args.lora_r`, `args.lora_dropout`), but those in `skip`: on the function's own name line the
+    whole function is asked, and what a run changes in it is one of them — lever `knob` moves the runs
+    about them up by `evidence.READ_BONUS`, not into a tier (docs/benchmarks.md § Quality, try 141).
+    Joined to the line's words (try 132) they cost the held-out third; on a class's name line they moved
+    a mixtral probe down and none up."""
+    source = doc.source[scope.offsets[0]:scope.offsets[1]]
+    return tuple(dict.fromkeys(k for k in (_knob_of(m.group(1)) for m in _CONFIG_READ.finditer(source))
+                               if k not in skip))
+
+
 def _line_settings(doc, pos: Position | None, levers: Levers) -> tuple[tuple[str, str, str], ...]:
     if not levers.knob or pos is None or not 0 <= pos[0] < len(doc.index.lines):
         return ()
@@ -472,11 +486,13 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
     knob = word.lower() if levers.knob and word else ""
     reads = config_reads(doc, pos, {k for k, _, _ in settings} | {knob}, _class_of(doc, scope_def)) \
         if levers.knob and scope != "lens" else ()
+    whole = body_reads(doc, scope_def, {knob, *reads}) \
+        if levers.knob and scope != "lens" and on_name_line and scope_def.kind != "class" else ()
     return BuiltQuery(text, arch, scope_def, word, basis,
                       (index.position(start), index.position(end)), doc.lang, word_range, _ask(text, word),
                       hints=Hints(focus, settings, groups, tuple(tokenize(word)) if word else (),
                                   in_body=bool(focus) and scope_def is not None and not on_name_line,
-                                  knob=knob, reads=reads))
+                                  knob=knob, reads=reads, body_reads=whole))
 
 
 __all__ = [

@@ -43,7 +43,8 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   reads from a config object (`args.policy_frequency`), or that the `if` it runs under reads
   (`if global_step < args.learning_starts:`), or that it reads through an attribute its class copied
   from one (`self.top_k` after `self.top_k = config.num_experts_per_tok`), bring the runs about them
-  after the top ranked record.
+  after the top ranked record. On a function's own name line, the runs about the settings its body
+  reads so move up by `evidence.READ_BONUS` (`make_lora_config(args)` reading `args.lora_r`).
 * `siblings` — records of the same experiment as a tier's, a tied or the top record (same name stem
   at another setting, "re-run of" its name) follow it right after it.
 * `dead_ends` — a dead end hardly ages: the gate and the order read a dead end's score with 0.75 of

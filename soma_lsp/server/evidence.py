@@ -490,6 +490,26 @@ def read_runs(index: LiveIndex, knobs: Sequence[str]) -> list[tuple[str, str]]:
     return out
 
 
+#: How far a run about a setting the function reads moves up on the function's own name line (lever
+#: `knob`, `read_order`), in score units: measured at 0.15 / 0.3 / 0.5 / 0.65 / 0.8 / 1.0 on every part of
+#: the judged set — 0.5, `NAME_BONUS`'s value, was the only one moving no probe's R@3 down (docs/benchmarks.md
+#: § Quality, try 141).
+READ_BONUS = 0.5
+
+
+def read_order(index: LiveIndex, knobs: Sequence[str],
+               key: Callable[[ScoredRecord], float]) -> Callable[[ScoredRecord], float]:
+    """`key` plus `READ_BONUS` for the runs about these knobs (`read_runs`: `Hints.body_reads`, the
+    settings a function reads, asked on its name line). A function reads many settings, and a run about
+    one of them is evidence about the function only as strong as a matching word: a bonus, not the tier
+    that 120's reads of the cursor's own line get (placed after the top record, they pushed its siblings
+    and better matches out of the top 3, try 141)."""
+    about = {record_id for record_id, _ in read_runs(index, knobs)}
+    if not about:
+        return key
+    return lambda s: key(s) + (READ_BONUS if s.record.id in about else 0.0)
+
+
 def names_only(record: Record | None, knobs: Sequence[str]) -> bool:
     """Whether a run's name, its settings left out (`name_stem`), holds only words of one of these knobs
     (`lr-2e-4` for `lr`, `warmup-2000` for `warmup_steps`; not `backbone-lr-1e-4`, a run about the
@@ -535,6 +555,7 @@ def siblings_of(index: LiveIndex, anchors: Iterable[Record], exclude: set[str]) 
     return list(out.items())
 
 
-__all__ = ["COMPONENT_BONUS", "FOCUS_BONUS", "MIN_STRENGTH", "NAME_BONUS", "WORD_BONUS", "focus_order", "is_about",
-           "knob_front", "knob_tier", "name_stem", "names_only", "names_the_word", "off_the_line", "read_runs", "siblings_of",
+__all__ = ["COMPONENT_BONUS", "FOCUS_BONUS", "MIN_STRENGTH", "NAME_BONUS", "READ_BONUS", "WORD_BONUS", "focus_order", "is_about",
+           "knob_front", "knob_tier", "name_stem", "names_only", "names_the_word", "off_the_line", "read_order", "read_runs",
+           "siblings_of",
            "strong", "with_forms", "word_spellings"]
