@@ -290,3 +290,13 @@ def test_a_functions_name_line_asks_for_the_settings_its_body_reads():
     assert build_query(source, "lora.py", position=(0, 6), scope="lens").hints.body_reads == ()
     assert build_query(source, "lora.py", position=(0, 6), scope="find",
                        levers=replace(ALL_ON, knob=False)).hints.body_reads == ()
+
+
+def test_a_packing_masks_segment_ids_name_the_block_diagonal_mask():
+    """`segment_ids[:, None, :, None] == segment_ids[:, None, None, :]`: the notes say "block-diagonal",
+    "document mask" (try 145); `segment` alone (a segmentation model's) fires nothing."""
+    from soma_lsp.query.vocabulary import expand
+
+    asked, groups = expand(["allowed", "segment", "ids"], ["allowed", "segment_ids"])
+    assert {"block", "diagonal", "document", "seqlens"} <= set(asked) and len(groups) == 1
+    assert expand(["segment", "logits"]) == (["segment", "logits"], ())

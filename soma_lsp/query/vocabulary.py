@@ -47,6 +47,7 @@ LANGUAGE_MODELS: tuple[tuple[str, ...], ...] = (
     ("resid pdrop", "residual dropout"),
     ("embd pdrop", "embedding dropout"),
     ("top k", "topk", "top p", "nucleus sampling"),
+    ("segment ids", "block diagonal", "blockdiagonalmask", "cu seqlens", "document mask", "doc mask"),
 )
 
 VISION: tuple[tuple[str, ...], ...] = (
