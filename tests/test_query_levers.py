@@ -241,3 +241,62 @@ def test_a_line_asks_for_the_settings_of_the_condition_it_runs_under():
     reads = [build_query(source, "m.py", position=(row, 14), scope="find").hints.reads for row in (4, 6, 7)]
     assert reads == [("learning_starts",), ("learning_starts",), ("total_steps",)]  # `else:` runs under its `if`
     assert build_query(source, "conf.yaml", position=(4, 14), scope="find").hints.reads == ()  # (no blocks in YAML)
+
+
+def test_a_line_asks_for_the_settings_its_class_copied_into_the_attributes_it_reads():
+    source = ("class SparseMoeBlock(nn.Module):\n"
+              "    def __init__(self, config):\n"
+              "        self.top_k = config.num_experts_per_tok\n"
+              "        self.scale = config.hidden_size ** -0.5\n"
+              "        # self.jitter = config.router_jitter_noise\n"
+              "        self.gate = nn.Linear(config.hidden_size, config.num_local_experts)\n"
+              "\n"
+              "    def forward(self, x):\n"
+              "        weights, experts = torch.topk(self.gate(x), self.top_k, dim=-1)\n"
+              "        return x * self.scale + self.jitter\n"
+              "\n"
+              "def route(self, x):\n"
+              "    return torch.topk(x, self.top_k)\n")
+    assert build_query(source, "moe.py", position=(8, 8), scope="find").hints.reads == ("num_experts_per_tok",)
+    # a value made from a setting, an attribute set in a comment, a function outside any class: no setting
+    assert build_query(source, "moe.py", position=(9, 8), scope="find").hints.reads == ()
+    assert build_query(source, "moe.py", position=(12, 8), scope="find").hints.reads == ()
+    assert build_query(source, "moe.py", position=(8, 8), scope="find",
+                       levers=replace(ALL_ON, knob=False)).hints.reads == ()
+
+
+def test_torchs_checkpoint_argument_names_activation_recomputation():
+    """`checkpoint(layer, …, use_reentrant=False)`: the notes say "recompute" (try 140); `checkpoint`
+    alone is no evidence — it saves a model as often as it recomputes activations."""
+    from soma_lsp.query.vocabulary import expand
+
+    asked, groups = expand(["checkpoint", "layer", "use", "reentrant"])
+    assert {"recompute", "recomputation", "remat"} <= set(asked) and len(groups) == 1
+    assert expand(["save", "checkpoint"]) == (["save", "checkpoint"], ())
+
+
+def test_a_functions_name_line_asks_for_the_settings_its_body_reads():
+    source = ("def make_lora_config(args):\n"
+              "    return LoraConfig(r=args.lora_r, lora_dropout=args.lora_dropout,\n"
+              "                      target_modules=cfg['target_modules'])\n"
+              "\n"
+              "class Block:\n"
+              "    def __init__(self, config):\n"
+              "        self.top_k = config.num_experts_per_tok\n")
+    on_name = build_query(source, "lora.py", position=(0, 6), scope="find")
+    assert on_name.hints.body_reads == ("lora_r", "lora_dropout", "target_modules") and on_name.hints.reads == ()
+    assert build_query(source, "lora.py", position=(1, 8), scope="find").hints.body_reads == ()  # in the body: its line
+    assert build_query(source, "lora.py", position=(4, 7), scope="find").hints.body_reads == ()  # a class's name
+    assert build_query(source, "lora.py", position=(0, 6), scope="lens").hints.body_reads == ()
+    assert build_query(source, "lora.py", position=(0, 6), scope="find",
+                       levers=replace(ALL_ON, knob=False)).hints.body_reads == ()
+
+
+def test_a_packing_masks_segment_ids_name_the_block_diagonal_mask():
+    """`segment_ids[:, None, :, None] == segment_ids[:, None, None, :]`: the notes say "block-diagonal",
+    "document mask" (try 145); `segment` alone (a segmentation model's) fires nothing."""
+    from soma_lsp.query.vocabulary import expand
+
+    asked, groups = expand(["allowed", "segment", "ids"], ["allowed", "segment_ids"])
+    assert {"block", "diagonal", "document", "seqlens"} <= set(asked) and len(groups) == 1
+    assert expand(["segment", "logits"]) == (["segment", "logits"], ())

@@ -11,7 +11,8 @@ import pytest
 from soma_lsp.query import ALL_ON, Hints, Levers
 from soma_lsp.records import parse_record
 from soma_lsp.retrieval import LiveIndex, RetrievalQuery
-from soma_lsp.server.evidence import focus_order, name_stem, names_only, names_the_word, off_the_line, with_forms
+from soma_lsp.server.evidence import (focus_order, name_stem, names_only, names_the_word, off_the_line, with_forms,
+                                      word_spellings)
 from soma_lsp.server.related import Tied, find_related
 from soma_lsp.server.standing import DEAD_END_SHARE, OLD_RUN_SHARE, lift
 
@@ -333,6 +334,69 @@ def test_a_word_the_pool_spells_otherwise_is_asked_in_its_spelling():
     off = find_related(idx, ask, (), min_score=0.0, limit=None, hints=near, min_terms=1,
                        levers=replace(ALL_ON, forms=False))
     assert "gain" in ids(on) and "gain" not in ids(off)
+
+
+def test_a_run_that_set_the_lines_flag_to_the_other_boolean_is_its_other_arm():
+    """`bf16: bool = True`: the fp16 dead end set `bf16=false` and is named after fp16 — lever `knob`
+    puts it in the tier with the runs named after the flag; a number's other value needs the name."""
+    idx = LiveIndex([parse_record(r) for r in [
+        {"id": "fp16", "name": "fp16-with-loss-scaling", "status": "failed", "finished_at": "2025-01-01T00:00:00Z",
+         "conclusion": "half precision overflowed", "notes": "bf16=false, fp16=true"},
+        {"id": "angles", "name": "bug-angles-in-bf16", "status": "failed", "finished_at": "2026-11-01T00:00:00Z",
+         "conclusion": "the rotary angles in bf16 lost precision", "notes": "bf16 angles"},
+        {"id": "lr", "name": "warmup-short", "finished_at": "2026-11-20T00:00:00Z",
+         "conclusion": "bf16 run with a short warmup", "notes": "lr=1e-4"},
+    ]])
+    ask = query("bf16")
+    flag = Hints(settings=(("bf16", "true", "True"),), focus=("bf16",), word=("bf16",), knob="bf16")
+    related = find_related(idx, ask, (), min_score=0.0, limit=None, hints=flag, min_terms=1)
+    assert ids(related)[0] == "fp16" and dict(related.labels)["fp16"].startswith("same knob: bf16 = false")
+    assert ids(find_related(idx, ask, (), min_score=0.0, limit=None, hints=flag, min_terms=1,
+                            levers=replace(ALL_ON, knob=False)))[0] == "angles"
+    number = Hints(settings=(("lr", "0.001", "1e-3"),), focus=("lr",), word=("lr",), knob="lr")
+    assert "lr" not in dict(find_related(idx, query("lr"), (), min_score=0.0, limit=None, hints=number,
+                                         min_terms=1).labels)
+
+
+def test_on_a_functions_name_line_the_runs_about_the_settings_it_reads_move_up():
+    """`def make_lora_config(args)` reads `args.lora_r`: the rank sweep's runs move up by `READ_BONUS`
+    (lever `knob`), ahead of a run that only shares the signature's words — a bonus, not a tier."""
+    idx = LiveIndex([parse_record(r) for r in [
+        {"id": "scale", "name": "rank-stabilised-lora-scale", "finished_at": "2026-11-20T00:00:00Z",
+         "conclusion": "lora config with the rank-stabilised scale", "notes": "use_rslora=true"},
+        {"id": "r16", "name": "lora-r-16", "finished_at": "2026-06-01T00:00:00Z",
+         "conclusion": "adapter rank 16 for the lora config", "notes": "lora_r=16"},
+        {"id": "far", "name": "lora-r-4", "finished_at": "2025-01-01T00:00:00Z",
+         "conclusion": "adapter rank 4", "notes": "lora_r=4"},
+    ]])
+    ask = query("make lora config rank")
+    line = Hints(focus=("make", "lora", "config"), word=("make", "lora", "config"), body_reads=("lora_r",))
+    on = ids(find_related(idx, ask, (), min_score=0.0, limit=None, hints=line, min_terms=1))
+    off = ids(find_related(idx, ask, (), min_score=0.0, limit=None, hints=line, min_terms=1,
+                           levers=replace(ALL_ON, knob=False)))
+    assert off[0] == "scale" and on[0] == "r16"
+    assert on.index("far") > on.index("r16")  # each keeps its own standing: no tier
+
+
+def test_another_form_of_the_word_under_the_cursor_matches_it_in_the_words_bonus():
+    """`IGNORE_INDEX` under the cursor: the pool says "ignored", never "ignore" — a record saying so
+    matches the word (lever `forms`); a word the pool holds as written, or a short one, keeps its spelling."""
+    idx = LiveIndex([parse_record(r) for r in [
+        {"id": "prompt", "name": "answers-only-loss", "finished_at": "2026-11-01T00:00:00Z",
+         "conclusion": "question tokens ignored in the loss"},
+        {"id": "vocab", "name": "vocab-index-check", "finished_at": "2025-06-01T00:00:00Z",
+         "conclusion": "the loss checks every index of the vocabulary"},
+        {"id": "other", "name": "make-schedule", "finished_at": "2026-11-20T00:00:00Z",
+         "conclusion": "makes the schedule"},
+    ]])
+    assert word_spellings(idx, ("ignore", "index")) == {"ignor": "ignore"}
+    assert word_spellings(idx, ("make", "loss")) == {}  # `make` is short, `loss` is held as written
+    ask = query("loss ignore index ignored")
+    near = Hints(focus=("loss", "ignore", "index"), word=("ignore", "index"))
+    on = find_related(idx, ask, (), min_score=0.0, limit=None, hints=near, min_terms=1)
+    off = find_related(idx, ask, (), min_score=0.0, limit=None, hints=near, min_terms=1,
+                       levers=replace(ALL_ON, forms=False))
+    assert ids(off)[0] == "vocab" and ids(on)[0] == "prompt"
 
 
 def test_shared_components_move_a_run_up_in_the_order():

@@ -90,7 +90,8 @@ class Hints:
     several knobs, the one under the cursor is the one asked), ``reads`` the settings the cursor's line,
     or the condition it runs under, reads from a config object (lever `knob`: `args.policy_frequency`
     in `update_actor_now = global_step % args.policy_frequency == 0`, `args.learning_starts` of the `if`
-    above a line; `config_reads`)."""
+    above a line; `config_reads`), ``body_reads`` on a function's own name line the settings its body reads
+    from a config object (lever `knob`: the runs about them move up, `body_reads`)."""
 
     focus: tuple[str, ...] = ()
     settings: tuple[tuple[str, str, str], ...] = ()
@@ -99,6 +100,7 @@ class Hints:
     in_body: bool = False
     knob: str = ""
     reads: tuple[str, ...] = ()
+    body_reads: tuple[str, ...] = ()
 
     @property
     def near(self) -> tuple[str, ...]:
@@ -335,20 +337,62 @@ def _guard(lines: list[str], row: int) -> str:
     return ""
 
 
-def config_reads(doc, pos: Position | None, skip: set[str]) -> tuple[str, ...]:
+_SELF_SET = re.compile(r"^[ \t]*self\.([A-Za-z_]\w*)[ \t]*=[ \t]*(\S+?)[ \t]*$", re.M)
+_SELF_READ = re.compile(r"\bself\.([A-Za-z_]\w*)")
+
+
+def _knob_of(read: str) -> str:
+    """The knob a config read names: its last name, lower-cased (`.train.ema_start` → `ema_start`)."""
+    return re.findall(r"[A-Za-z_]\w*", read)[-1].lower()
+
+
+def copied_settings(doc, cls: Definition | None) -> dict[str, str]:
+    """Attribute → the setting a class copies into it from a config object (`self.top_k =
+    config.num_experts_per_tok` in its `__init__`): the way Hugging Face-style modules keep their
+    config, so that the body reads `self.top_k` where the runs name `num_experts_per_tok`. Only a
+    statement whose whole right side is the read: `self.scale = config.dim ** -0.5` is a value made from
+    a setting, not the setting (docs/benchmarks.md § Quality, try 138)."""
+    if cls is None or cls.kind != "class":
+        return {}
+    out: dict[str, str] = {}
+    for attr, value in _SELF_SET.findall(doc.source[cls.offsets[0]:cls.offsets[1]]):
+        read = _CONFIG_READ.fullmatch(value)
+        if read is not None:
+            out.setdefault(attr, _knob_of(read.group(1)))
+    return out
+
+
+def config_reads(doc, pos: Position | None, skip: set[str], cls: Definition | None = None) -> tuple[str, ...]:
     """The knobs the cursor's line reads from a config object (`args.policy_frequency`), and in Python
     those of the block header it runs under (`if global_step < args.learning_starts:` above
-    `action = env.action_space.sample()`), but those in `skip` (the line's settings and the word under
+    `action = env.action_space.sample()`), and those it reads through an attribute its class `cls` copied
+    from one (`self.top_k`, `copied_settings`), but those in `skip` (the line's settings and the word under
     the cursor, asked already): lever `knob` brings the runs about them after the top ranked record
-    (docs/benchmarks.md § Quality, tries 120–122). The header's other words are not of the line: taken
-    into the line's bonus they cost the held-out third (try 131)."""
+    (docs/benchmarks.md § Quality, tries 120–122, 138). The header's other words are not of the line:
+    taken into the line's bonus they cost the held-out third (try 131); `self.` taken as a config object
+    reads plumbing as often as settings (try 135)."""
     if pos is None or not 0 <= pos[0] < len(doc.index.lines):
         return ()
     line = doc.index.lines[pos[0]]
     if doc.lang == "python":
         line += "\n" + _guard(doc.index.lines, pos[0])
-    reads = (re.findall(r"[A-Za-z_]\w*", m.group(1))[-1].lower() for m in _CONFIG_READ.finditer(line))
+    reads = [_knob_of(m.group(1)) for m in _CONFIG_READ.finditer(line)]
+    if doc.lang == "python":
+        copied = copied_settings(doc, cls)
+        reads += [copied[attr] for attr in _SELF_READ.findall(line) if attr in copied]
     return tuple(dict.fromkeys(k for k in reads if k not in skip))
+
+
+def body_reads(doc, scope: Definition, skip: set[str]) -> tuple[str, ...]:
+    """The settings a function reads from a config object anywhere in its body (`make_lora_config(args)`
+    reads `args.lora_r`, `args.lora_dropout`), but those in `skip`: on the function's own name line the
+    whole function is asked, and what a run changes in it is one of them — lever `knob` moves the runs
+    about them up by `evidence.READ_BONUS`, not into a tier (docs/benchmarks.md § Quality, try 141).
+    Joined to the line's words (try 132) they cost the held-out third; on a class's name line they moved
+    a mixtral probe down and none up."""
+    source = doc.source[scope.offsets[0]:scope.offsets[1]]
+    return tuple(dict.fromkeys(k for k in (_knob_of(m.group(1)) for m in _CONFIG_READ.finditer(source))
+                               if k not in skip))
 
 
 def _line_settings(doc, pos: Position | None, levers: Levers) -> tuple[tuple[str, str, str], ...]:
@@ -440,12 +484,15 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
         named = set(tokenize(word))
         settings = tuple(s for s in settings if named.intersection(tokenize(s[0])))
     knob = word.lower() if levers.knob and word else ""
-    reads = config_reads(doc, pos, {k for k, _, _ in settings} | {knob}) if levers.knob and scope != "lens" else ()
+    reads = config_reads(doc, pos, {k for k, _, _ in settings} | {knob}, _class_of(doc, scope_def)) \
+        if levers.knob and scope != "lens" else ()
+    whole = body_reads(doc, scope_def, {knob, *reads}) \
+        if levers.knob and scope != "lens" and on_name_line and scope_def.kind != "class" else ()
     return BuiltQuery(text, arch, scope_def, word, basis,
                       (index.position(start), index.position(end)), doc.lang, word_range, _ask(text, word),
                       hints=Hints(focus, settings, groups, tuple(tokenize(word)) if word else (),
                                   in_body=bool(focus) and scope_def is not None and not on_name_line,
-                                  knob=knob, reads=reads))
+                                  knob=knob, reads=reads, body_reads=whole))
 
 
 __all__ = [

@@ -37,9 +37,14 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   On a line setting several knobs (a signature's defaults) the one under the cursor is the one asked;
   on a function's own name, only those sharing a word with it (the function is asked, not its
   defaults: `sample_steps=50` of `ddim_sample_loop`, not `focal_loss=False` of `postprocess`). Runs named after the knob
-  alone (`lr-2e-4`) come before runs whose name qualifies it (`backbone-lr-1e-4`). The settings a line
+  alone (`lr-2e-4`) come before runs whose name qualifies it (`backbone-lr-1e-4`); a run that set a flag
+  of the line to the other boolean is about it whatever its name (`fp16-with-loss-scaling` with
+  `bf16=false`, at `bf16: bool = True`). The settings a line
   reads from a config object (`args.policy_frequency`), or that the `if` it runs under reads
-  (`if global_step < args.learning_starts:`), bring the runs about them after the top ranked record.
+  (`if global_step < args.learning_starts:`), or that it reads through an attribute its class copied
+  from one (`self.top_k` after `self.top_k = config.num_experts_per_tok`), bring the runs about them
+  after the top ranked record. On a function's own name line, the runs about the settings its body
+  reads so move up by `evidence.READ_BONUS` (`make_lora_config(args)` reading `args.lora_r`).
 * `siblings` — records of the same experiment as a tier's, a tied or the top record (same name stem
   at another setting, "re-run of" its name) follow it right after it.
 * `dead_ends` — a dead end hardly ages: the gate and the order read a dead end's score with 0.75 of
@@ -54,7 +59,9 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
 * `forms` — a word near the cursor (its line, the word under it) that no record spells as the code
   does is asked in the pool's spellings of it too (`initializer` → `initialised`, `normalize` →
   `normalisation`; `word_forms`, a handful of English suffixes and -ise/-ize). Expanding every
-  word of the scope, or words the pool already holds, moved as many probes down as up.
+  word of the scope, or words the pool already holds, moved as many probes down as up. In the bonus
+  of the word under the cursor, a record holding such a spelling of one of its terms (longer than a
+  root's four letters) matches that term: `ignored` is the `ignore` of `IGNORE_INDEX`.
 * `components` — the gated ranking is ordered with a bonus for the components a record shares with
   the scope (`evidence.COMPONENT_BONUS` × its structural term): the core leaves structural out for
   a record without an architecture, so a run naming the very parts this code builds scored below

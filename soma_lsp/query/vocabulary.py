@@ -47,6 +47,7 @@ LANGUAGE_MODELS: tuple[tuple[str, ...], ...] = (
     ("resid pdrop", "residual dropout"),
     ("embd pdrop", "embedding dropout"),
     ("top k", "topk", "top p", "nucleus sampling"),
+    ("segment ids", "block diagonal", "blockdiagonalmask", "cu seqlens", "document mask", "doc mask"),
 )
 
 VISION: tuple[tuple[str, ...], ...] = (
@@ -78,7 +79,7 @@ REINFORCEMENT_LEARNING: tuple[tuple[str, ...], ...] = (
     ("vmap", "vectorized", "vectorised"),
     ("lax scan", "scan loop"),
     ("pmap", "data parallel", "ddp", "distributed data parallel"),
-    ("remat", "activation checkpointing", "gradient checkpointing", "recomputation"),
+    ("remat", "activation checkpointing", "gradient checkpointing", "recomputation", "recompute", "reentrant"),
 )
 
 TRAINING: tuple[tuple[str, ...], ...] = (

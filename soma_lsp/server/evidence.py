@@ -18,7 +18,8 @@ core's ranking (docs/spec.md §2) — only which ranked records pass and in what
   other arms of that sweep) follow it.
 * **forms** (`with_forms`): a word near the cursor that the pool never spells as the code does
   (`initializer`, `normalize`) is asked in the pool's spellings of it too (`initialised`,
-  `normalisation`; `soma_lsp.query.word_forms`).
+  `normalisation`; `soma_lsp.query.word_forms`); in the word under the cursor's bonus a record holding
+  one of those spellings matches the word's term (`word_spellings`, `focus_order`).
 * **siblings** (`siblings_of`): records of the same experiment as a tied or top-ranked record — the
   same name stem (`lr-3e-4-1b` ~ `lr-1e-3-1b`), or one naming the other ("re-run of rope-theta-1m")
   — follow it, labelled "sibling of …": who must see one must see its siblings.
@@ -38,14 +39,14 @@ import threading
 import weakref
 from array import array
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from .. import foreground
 from ..gcpause import collector_paused
 from ..knobs import Knob, canonical_value, knob_settings
 from ..records import Record
-from ..query.word_forms import forms, root
+from ..query.word_forms import MIN_ROOT, forms, root
 from ..retrieval import LiveIndex, RetrievalQuery, ScoredRecord, tokenize
 
 #: Summed idf of the matched terms a ranked record needs to be shown unasked (lever `strength`), in
@@ -121,6 +122,17 @@ def with_forms(index: LiveIndex, query: RetrievalQuery, near: Sequence[str]) -> 
     return replace(query, text=f"{query.text} {' '.join(extra)}")
 
 
+def word_spellings(index: LiveIndex, word: Sequence[str]) -> dict[str, str]:
+    """Root → term for the terms of the word under the cursor that no record holds as written and
+    that are longer than `word_forms.MIN_ROOT` (lever `forms`): in the word's bonus (`focus_order`) a
+    record holding another form of such a term matches it — `ignored` for `IGNORE_INDEX`,
+    `evaluation` for `evaluate` — as `with_forms` asks those forms. A word the pool holds as
+    written keeps its own spelling, and a short one (`make`, a root as it stands) would match every
+    `makes` of the notes (docs/benchmarks.md § Quality, try 137)."""
+    held = index.idf_of(word)
+    return {root(t): t for t in word if len(t) > MIN_ROOT and not held.get(t)}
+
+
 def strength(scored: ScoredRecord, idf: dict[str, float], aliases: Sequence[Sequence[str]] = ()) -> float:
     """The summed idf of the query terms the record matched: a match's absolute strength. The
     names of one idea (an alias group the query builder added) count once, by the rarest."""
@@ -146,11 +158,13 @@ def strong(scored: ScoredRecord, idf: dict[str, float], aliases: Sequence[Sequen
 
 def focus_order(ranked: Sequence[ScoredRecord], focus: Sequence[str],
                 key: Callable[[ScoredRecord], float] = lambda s: s.score,
-                word: Sequence[str] = (), aliases: Sequence[Sequence[str]] = ()) -> list[ScoredRecord]:
+                word: Sequence[str] = (), aliases: Sequence[Sequence[str]] = (),
+                spellings: Mapping[str, str] | None = None) -> list[ScoredRecord]:
     """`ranked` by `key` (the score, or the server's standing) plus the cursor line's bonus, and
     `WORD_BONUS` × the share of the terms of the word under the cursor (`word`) a record matches. A
     record holding a word of an alias group fired near the cursor (`aliases`) matches all of the
-    group's words: the notes' "rotary" is the line's `freqs_cis`."""
+    group's words: the notes' "rotary" is the line's `freqs_cis`. Likewise a record holding another
+    form of a term of the word (`spellings`, root → the term: `word_spellings`) matches that term."""
     if not focus:
         return list(ranked)
     wanted, pointed = set(focus), set(word)
@@ -161,6 +175,8 @@ def focus_order(ranked: Sequence[ScoredRecord], focus: Sequence[str],
         for group in aliases:  # one idea: a record naming it in other words matches the line's name of it
             if matched.intersection(group):
                 matched.update(group)
+        if spellings:  # `ignored` in a note is the `ignore` of `IGNORE_INDEX`
+            matched.update(spellings[r] for r in map(root, list(matched)) if r in spellings)
         share = len(wanted.intersection(matched)) / len(wanted)
         on_word = len(pointed.intersection(matched)) / len(pointed) if pointed else 0.0
         return (-(base(s) + FOCUS_BONUS * share + WORD_BONUS * on_word), s.record.id)
@@ -393,6 +409,10 @@ def _knob_matches(index: LiveIndex, settings: Sequence[tuple[str, str, str]]) ->
 _GENERIC_KNOB_WORDS = frozenset({"num", "n", "max", "min", "use", "init", "size", "dim", "steps", "rate"})
 
 
+#: A flag's two values (`soma_lsp.knobs.canonical_value`): each the other's arm.
+_OTHER_BOOLEAN = {"true": "false", "false": "true"}
+
+
 def is_about(record: Record | None, knob: str, value: Knob | None = None) -> bool:
     """Whether a run is about a knob: a distinctive word of the knob is in its name (`lr-3e-4-1b`,
     `warmup-2000` for `warmup_steps`) — a run of that setting, or an arm of its sweep; or the value
@@ -422,14 +442,18 @@ def knob_front(index: LiveIndex, settings: Sequence[tuple[str, str, str]], point
     arm of the `freq_width` sweep, which shares `freq_masks=2` with the line) are no evidence about
     `time_masks`, and keep their place in the ranking (docs/benchmarks.md § Quality, try 94). Runs named
     after the knob alone (`lr-2e-4` for `lr`) come before those whose name qualifies it
-    (`backbone-lr-1e-4`, about the backbone's own rate, and its sweep's arms): `names_only`, try 108."""
+    (`backbone-lr-1e-4`, about the backbone's own rate, and its sweep's arms): `names_only`, try 108.
+    A run that set a flag of the line to the other boolean (`bf16=false` at `bf16: bool = True`) is
+    the flag's other arm, whatever its name: a run turning a flag off is named after what it did
+    instead (`fp16-with-loss-scaling`), so its name cannot say it is about the flag (try 139)."""
     if pointed in {knob for knob, _, _ in settings}:
         settings, pointed = [s for s in settings if s[0] == pointed], ""
     knobs = [knob for knob, _, _ in settings]
+    flips = {knob: _OTHER_BOOLEAN[value] for knob, value, _ in settings if value in _OTHER_BOOLEAN}
     about, passing = [], []
     for record_id, label, knob, value in _knob_matches(index, settings):
         record = index.get(record_id)
-        if any(is_about(record, k) for k in knobs) or is_about(record, knob, value):
+        if any(is_about(record, k) for k in knobs) or is_about(record, knob, value) or flips.get(knob) == value.value:
             about.append((record_id, label))
         elif label.startswith("same setting"):
             passing.append((record_id, label))
@@ -464,6 +488,26 @@ def read_runs(index: LiveIndex, knobs: Sequence[str]) -> list[tuple[str, str]]:
         runs = _runs_about(index, table, knob, {record_id for record_id, _ in out})
         out += sorted(runs, key=lambda item: not names_only(index.get(item[0]), [knob]))
     return out
+
+
+#: How far a run about a setting the function reads moves up on the function's own name line (lever
+#: `knob`, `read_order`), in score units: measured at 0.15 / 0.3 / 0.5 / 0.65 / 0.8 / 1.0 on every part of
+#: the judged set — 0.5, `NAME_BONUS`'s value, was the only one moving no probe's R@3 down (docs/benchmarks.md
+#: § Quality, try 141).
+READ_BONUS = 0.5
+
+
+def read_order(index: LiveIndex, knobs: Sequence[str],
+               key: Callable[[ScoredRecord], float]) -> Callable[[ScoredRecord], float]:
+    """`key` plus `READ_BONUS` for the runs about these knobs (`read_runs`: `Hints.body_reads`, the
+    settings a function reads, asked on its name line). A function reads many settings, and a run about
+    one of them is evidence about the function only as strong as a matching word: a bonus, not the tier
+    that 120's reads of the cursor's own line get (placed after the top record, they pushed its siblings
+    and better matches out of the top 3, try 141)."""
+    about = {record_id for record_id, _ in read_runs(index, knobs)}
+    if not about:
+        return key
+    return lambda s: key(s) + (READ_BONUS if s.record.id in about else 0.0)
 
 
 def names_only(record: Record | None, knobs: Sequence[str]) -> bool:
@@ -511,7 +555,7 @@ def siblings_of(index: LiveIndex, anchors: Iterable[Record], exclude: set[str]) 
     return list(out.items())
 
 
-__all__ = ["COMPONENT_BONUS", "FOCUS_BONUS", "MIN_STRENGTH", "NAME_BONUS", "WORD_BONUS", "focus_order", "is_about",
-           "knob_front", "knob_tier", "name_stem", "names_only", "names_the_word", "off_the_line", "read_runs", "siblings_of",
-           "strong",
-           "with_forms"]
+__all__ = ["COMPONENT_BONUS", "FOCUS_BONUS", "MIN_STRENGTH", "NAME_BONUS", "READ_BONUS", "WORD_BONUS", "focus_order", "is_about",
+           "knob_front", "knob_tier", "name_stem", "names_only", "names_the_word", "off_the_line", "read_order", "read_runs",
+           "siblings_of",
+           "strong", "with_forms", "word_spellings"]

@@ -222,8 +222,8 @@ def arrange(index: LiveIndex, query: RetrievalQuery, tied: Sequence[ScoredRecord
             ranked: list[ScoredRecord], *, gate: bool, levers: Levers, hints: Hints,
             order: Callable[[ScoredRecord], float] = lambda s: s.score,
             ) -> tuple[list[ScoredRecord], tuple[tuple[str, str], ...]]:
-    """The issue-20 levers on a gated ranking (see `evidence`): the strength gate, the cursor's line,
-    then the tiers, which pass the gate whatever their score: the records that set a knob of the
+    """The issue-20 levers on a gated ranking (see `evidence`): the strength gate, on a function's name
+    line the runs about the settings its body reads (`evidence.read_order`), the cursor's line, then the tiers, which pass the gate whatever their score: the records that set a knob of the
     cursor's line (`evidence.knob_front`), each followed by its siblings; then the top ranked record,
     which keeps its place; then the runs about the settings the cursor's line reads from a config object
     (`evidence.read_runs`), each followed by its siblings; then the siblings of the ties and of that top
@@ -231,8 +231,14 @@ def arrange(index: LiveIndex, query: RetrievalQuery, tied: Sequence[ScoredRecord
     if levers.strength and gate and ranked:
         idf = index.idf_of(t for s in ranked for t in s.components.matched_terms)
         ranked = [s for s in ranked if evidence.strong(s, idf, hints.aliases, n_records=len(index))]
+    read = evidence.read_order(index, hints.body_reads, order) if levers.knob and hints.body_reads else order
+    if read is not order:  # on a function's name line, the runs about the settings it reads move up
+        order = read
+        ranked = sorted(ranked, key=lambda s: (-order(s), s.record.id))
     if levers.cursor:
-        ranked = evidence.focus_order(ranked, hints.focus, key=order, word=hints.word, aliases=hints.aliases)
+        spellings = evidence.word_spellings(index, hints.word) if levers.forms else {}
+        ranked = evidence.focus_order(ranked, hints.focus, key=order, word=hints.word, aliases=hints.aliases,
+                                      spellings=spellings)
     knobs = evidence.knob_front(index, hints.settings, hints.knob) if levers.knob else []
     tiers = Tiers(index, {s.record.id for s in tied}, levers.siblings, dict(knobs))
     for record_id, _ in knobs:
