@@ -60,7 +60,6 @@ class PoolService:
         self.roots: list[str] = []
         self.watcher: PoolWatcher | None = None
         self.follower: TrackerFollower | None = None
-        self.client_watching = False
         self._pending_pool: LivePool | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._refresh_pending = False
@@ -308,9 +307,7 @@ class PoolService:
         dynamic = self.session.capability("workspace.did_change_watched_files.dynamic_registration", False)
         if dynamic and self._all_roots_in_workspace(pool.roots):
             if await self._register_watchers(pool.roots):
-                self.client_watching = True
                 return
-        self.client_watching = False
         watcher = PoolWatcher(pool, on_error=lambda e: log.warning("pool watcher: %s", e))
         await self.session.run_pool(watcher.start)
         self.watcher = watcher
