@@ -8,7 +8,7 @@ from pathlib import Path
 from conftest import small_workspace
 from embedder_support import Embeddings, service  # noqa: F401 (a fixture)
 
-CODE = '''def smoothed_loss(logits, targets, eps):
+CODE = '''def classifier_loss(logits, targets, eps):
     """the training loss of the classifier"""
     return cross_entropy(logits, targets, eps)
 '''
