@@ -11,7 +11,7 @@ workspaces (`_judged.UNTOUCHED`) apart from it; then the quiet-by-default check 
 empty hovers), each part's apart.
 
 `--lever NAME=off` (repeatable) adds a row per lever switched off, passed to the server as
-`initializationOptions.soma.levers.NAME` and as `SOMA_LEVER_NAME` in its environment.
+`initializationOptions.soma.levers.NAME` (the setting `soma.levers`; the server reads levers nowhere else).
 `--with KEY=VALUE[,KEY=VALUE…]` (repeatable) adds a row with those settings (dotted keys of section
 `soma`, values read as JSON when they parse, else as text) — e.g. an embedder:
 `--with embedder.entryPoint=soma_lsp.server.embedder:wordllama,embedder.weight=0.3`.
@@ -103,15 +103,12 @@ def prepare(workspace: str, base: Path, now: datetime) -> Path:
     return target
 
 
-def lever_settings(levers: dict[str, str], extra: dict | None = None) -> tuple[dict, dict[str, str]]:
-    """(initializationOptions, extra environment) switching the named levers (and other settings)."""
+def lever_settings(levers: dict[str, str], extra: dict | None = None) -> dict:
+    """The initializationOptions switching the named levers (and other settings)."""
     options = {"soma": {"snapshot": {"enabled": False}, **(extra or {})}}
-    env = {}
     if levers:
         options["soma"]["levers"] = {name: value not in ("off", "false", "0") for name, value in levers.items()}
-        env = {f"SOMA_LEVER_{name.upper().replace('-', '_').replace('.', '_')}": value
-               for name, value in levers.items()}
-    return options, env
+    return options
 
 
 def code_files(root: Path) -> list[Path]:
@@ -135,9 +132,9 @@ def hover_text(hover) -> str:
 
 async def run_workspace(workspace: str, root: Path, levers: dict[str, str],
                         extra: dict | None = None) -> tuple[list[dict], dict]:
-    options, extra_env = lever_settings(levers, extra)
-    env = {k: v for k, v in os.environ.items() if k != "SOMA_POOL" and not k.startswith("SOMA_LEVER_")}
-    env.update(extra_env, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])))
+    options = lever_settings(levers, extra)
+    env = {k: v for k, v in os.environ.items() if k != "SOMA_POOL"}
+    env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])))
     client = SomaClient(options)
     await client.start_io(*SERVER, cwd=str(root), env=env)
     try:
