@@ -346,6 +346,11 @@ def _knob_of(read: str) -> str:
     return re.findall(r"[A-Za-z_]\w*", read)[-1].lower()
 
 
+def _read_knobs(text: str) -> list[str]:
+    """The knobs a text reads from a config object (`_CONFIG_READ`), in order."""
+    return [_knob_of(m.group(1)) for m in _CONFIG_READ.finditer(text)]
+
+
 def copied_settings(doc, cls: Definition | None) -> dict[str, str]:
     """Attribute → the setting a class copies into it from a config object (`self.top_k =
     config.num_experts_per_tok` in its `__init__`): the way Hugging Face-style modules keep their
@@ -376,7 +381,7 @@ def config_reads(doc, pos: Position | None, skip: set[str], cls: Definition | No
     line = doc.index.lines[pos[0]]
     if doc.lang == "python":
         line += "\n" + _guard(doc.index.lines, pos[0])
-    reads = [_knob_of(m.group(1)) for m in _CONFIG_READ.finditer(line)]
+    reads = _read_knobs(line)
     if doc.lang == "python":
         copied = copied_settings(doc, cls)
         reads += [copied[attr] for attr in _SELF_READ.findall(line) if attr in copied]
@@ -391,8 +396,7 @@ def body_reads(doc, scope: Definition, skip: set[str]) -> tuple[str, ...]:
     Joined to the line's words (try 132) they cost the held-out third; on a class's name line they moved
     a mixtral probe down and none up."""
     source = doc.source[scope.offsets[0]:scope.offsets[1]]
-    return tuple(dict.fromkeys(k for k in (_knob_of(m.group(1)) for m in _CONFIG_READ.finditer(source))
-                               if k not in skip))
+    return tuple(dict.fromkeys(k for k in _read_knobs(source) if k not in skip))
 
 
 def _line_settings(doc, pos: Position | None, levers: Levers) -> tuple[tuple[str, str, str], ...]:
@@ -473,7 +477,8 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
     focus = tuple(terms_text(names).split())  # the terms of the cursor's own line
     text, groups = _near_aliases(_text(doc, start, end, text_start, scope_def if basis == "definition" else None),
                                  focus, word, names, levers)
-    cls = _class_of(doc, scope_def) if levers.class_bag and basis == "definition" else None
+    owner = _class_of(doc, scope_def)
+    cls = owner if levers.class_bag and basis == "definition" else None
     arch = _bag(doc, start, end, whole=basis == "file", cls=cls)
     settings = _line_settings(doc, pos, levers)
     if on_name_line and scope_def.kind != "class" and word == scope_def.name:
@@ -484,7 +489,7 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
         named = set(tokenize(word))
         settings = tuple(s for s in settings if named.intersection(tokenize(s[0])))
     knob = word.lower() if levers.knob and word else ""
-    reads = config_reads(doc, pos, {k for k, _, _ in settings} | {knob}, _class_of(doc, scope_def)) \
+    reads = config_reads(doc, pos, {k for k, _, _ in settings} | {knob}, owner) \
         if levers.knob and scope != "lens" else ()
     whole = body_reads(doc, scope_def, {knob, *reads}) \
         if levers.knob and scope != "lens" and on_name_line and scope_def.kind != "class" else ()
