@@ -112,9 +112,7 @@ def with_forms(index: LiveIndex, query: RetrievalQuery, near: Sequence[str]) -> 
     other forms would pull in records about neighbouring ideas (expanding every form of the scope's
     words cost tune R@3, docs/benchmarks.md § Quality)."""
     present = set(tokenize(query.text))
-    own = index.idf_of(near)
-    missing = [t for t in dict.fromkeys(near) if own.get(t, 0.0) == 0.0]
-    candidates = list(dict.fromkeys(f for t in missing for f in forms(t) if f not in present))
+    candidates = list(dict.fromkeys(f for t in _unheld(index, near) for f in forms(t) if f not in present))
     held = index.idf_of(candidates)
     extra = [f for f in candidates if held.get(f, 0.0) > 0.0]
     if not extra:
@@ -129,8 +127,14 @@ def word_spellings(index: LiveIndex, word: Sequence[str]) -> dict[str, str]:
     `evaluation` for `evaluate` — as `with_forms` asks those forms. A word the pool holds as
     written keeps its own spelling, and a short one (`make`, a root as it stands) would match every
     `makes` of the notes (docs/benchmarks.md § Quality, try 137)."""
-    held = index.idf_of(word)
-    return {root(t): t for t in word if len(t) > MIN_ROOT and not held.get(t)}
+    return {root(t): t for t in _unheld(index, word) if len(t) > MIN_ROOT}
+
+
+def _unheld(index: LiveIndex, terms: Sequence[str]) -> list[str]:
+    """These terms (once each, in order) that no record holds as written: what lever `forms` may
+    spell otherwise."""
+    held = index.idf_of(terms)
+    return [t for t in dict.fromkeys(terms) if not held.get(t)]
 
 
 def strength(scored: ScoredRecord, idf: dict[str, float], aliases: Sequence[Sequence[str]] = ()) -> float:
