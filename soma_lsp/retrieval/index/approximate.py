@@ -85,7 +85,7 @@ class _ApproximatePass:
             maxima = np.maximum.reduceat(bm25, starts)
             top = float(maxima.max())
             cut = top * (1 - 2 * error)
-            contenders = _in_blocks(bm25, cut, starts, np.flatnonzero(maxima >= cut))
+            contenders = _in_blocks(bm25, cut, starts, maxima)
         else:
             top = float(bm25.max() if self._dead().size == 0 else np.max(bm25, where=alive, initial=0.0))
             contenders = np.flatnonzero(bm25 >= top * (1 - 2 * error))
@@ -268,7 +268,7 @@ def _top_within(score: np.ndarray, limit: int, margin: float, blocks: int = 1024
             pool = np.flatnonzero(score >= floor - margin)
         else:
             cut = floor - margin
-            pool = _in_blocks(score, cut, starts, np.flatnonzero(maxima >= cut))
+            pool = _in_blocks(score, cut, starts, maxima)
     else:
         pool = np.flatnonzero(score > -np.inf)
     if pool.size <= limit:
@@ -278,9 +278,11 @@ def _top_within(score: np.ndarray, limit: int, margin: float, blocks: int = 1024
     return pool[values >= kth - margin]
 
 
-def _in_blocks(score: np.ndarray, cut: float, starts: np.ndarray, chosen: np.ndarray) -> np.ndarray:
-    """Sorted indices of the values ≥ `cut` within the `chosen` blocks (ascending block numbers, the
-    blocks `starts` begins), the rest of `score` unread; past a quarter of the blocks, one pass."""
+def _in_blocks(score: np.ndarray, cut: float, starts: np.ndarray, maxima: np.ndarray) -> np.ndarray:
+    """Sorted indices of the values ≥ `cut`, read only in the blocks (those `starts` begins, whose
+    maxima are `maxima`) whose maximum reaches it, the rest of `score` unread; past a quarter of the
+    blocks, one pass."""
+    chosen = np.flatnonzero(maxima >= cut)
     if chosen.size * 4 > starts.size:
         return np.flatnonzero(score >= cut)
     lengths = np.append(starts, score.size)[chosen + 1] - starts[chosen]
