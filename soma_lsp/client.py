@@ -8,6 +8,7 @@ editor (configuration, capability registration, progress tokens) and remembers w
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,10 @@ from lsprotocol import types as lsp
 from pygls.lsp.client import LanguageClient
 
 from . import __version__
+
+#: Lines of the server's stderr kept: what a failed session shows of why.
+STDERR_KEPT = 20
+LINE_KEPT = 400
 
 
 def plain(value: Any) -> Any:
@@ -40,6 +45,7 @@ class SomaClient(LanguageClient):
         self.diagnostics: dict[str, list[lsp.Diagnostic]] = {}
         self.messages: list[str] = []
         self.progress: list[Any] = []
+        self.stderr_tail: deque[str] = deque(maxlen=STDERR_KEPT)
         self._diagnostics_changed = asyncio.Condition()
 
         @self.feature(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
@@ -75,6 +81,27 @@ class SomaClient(LanguageClient):
         @self.feature(lsp.WINDOW_SHOW_MESSAGE)
         def _show(client: SomaClient, params: lsp.ShowMessageParams) -> None:
             client.messages.append(params.message)
+
+    async def start_io(self, cmd: str, *args: str, **kwargs: Any) -> None:
+        """Start the server, and read its stderr as it comes. pygls pipes the server's stderr; a pipe
+        nobody reads fills (64 KiB) and then stops a server that logs in the middle of a write — at
+        INFO a first load's worth of lines (seen in bench/lsp.py: no exit within 60 s of shutdown)."""
+        await super().start_io(cmd, *args, **kwargs)
+        self._async_tasks.append(asyncio.create_task(self._read_stderr(self._server.stderr)))
+
+    async def _read_stderr(self, stream: asyncio.StreamReader) -> None:
+        """Keep the last lines, each cut to `LINE_KEPT` characters (a line may be any length)."""
+        rest = b""
+        while chunk := await stream.read(1 << 16):
+            *lines, rest = (rest + chunk).split(b"\n")
+            self.stderr_tail.extend(line.decode(errors="replace")[:LINE_KEPT] for line in lines)
+            rest = rest[:LINE_KEPT * 4]
+        if rest:
+            self.stderr_tail.append(rest.decode(errors="replace")[:LINE_KEPT])
+
+    def exited(self) -> int | None:
+        """The server's return code once its process has ended, else None."""
+        return self._server.returncode if self._server else None
 
     async def open_workspace(self, folder: Path) -> lsp.InitializeResult:
         result = await self.initialize_async(lsp.InitializeParams(

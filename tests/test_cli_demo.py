@@ -121,3 +121,13 @@ def test_the_demo_adds_a_workspaces_tracker_folders_to_its_pool_unless_soma_pool
     (tmp_path / "wandb").mkdir()  # an empty wandb/ is no W&B folder
     assert pool_setting(tmp_path, {}) == [".soma/pool", "mlruns"]
     assert pool_setting(tmp_path, {"SOMA_POOL": "/data/pool"}) is None
+
+
+def test_demo_says_so_when_the_server_ends_before_the_session(tmp_path):
+    server = tmp_path / "broken_server.py"
+    server.write_text("import sys\nsys.stderr.write('cannot start: no interpreter for the pool\\n')\nsys.exit(3)\n")
+    done = demo("--server", sys.executable, str(server))
+    assert done.returncode == 1
+    assert "the server ended (return code 3) before the session did" in done.stderr
+    assert "cannot start: no interpreter for the pool" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -170,10 +170,25 @@ async def _session(workspace: Path, server: Sequence[str]) -> int:
             if client.diagnostics.get(uri):
                 _section(f"Bad records in {path.relative_to(workspace) if path.is_relative_to(workspace) else path}")
                 _capped([f"   line {d.range.start.line + 1}: {d.message}" for d in client.diagnostics[uri]])
+    except RuntimeError:  # pygls fails the requests in flight when the server's process ends
+        if client.exited() is None:
+            raise
+        await client.stop()  # its stderr read to the end
+        _server_ended(client)
+        return 1
     finally:
-        await client.close()
+        if client.exited() is None:
+            await client.close()
     _section("Done: every line above came from the server over LSP")
     return 0
+
+
+def _server_ended(client) -> None:
+    """Say that the server ended before the session did, with what it last wrote to stderr."""
+    print(f"soma-lsp demo: the server ended (return code {client.exited()}) before the session did"
+          + ("; its last lines:" if client.stderr_tail else ", writing nothing to stderr"), file=sys.stderr)
+    for line in client.stderr_tail:
+        print(f"   {line}", file=sys.stderr)
 
 
 async def _show_file(client, workspace: Path, path: Path, warnings: list) -> None:
