@@ -196,7 +196,8 @@ def _check_grades(probe: Probe, pool: dict, is_dead_end, where: str, root: Path)
     if "old-dead-end" in probe.kinds and not any(
             is_dead_end(r) and r.time is not None and r.time < ANCHOR - OLD for r in must):
         problems.append(f"{where}: old-dead-end, but no must-see dead end is older than 6 months")
-    if "knob" in probe.kinds and not any(f"{probe.word}=" in (r.notes or "") for r in must):
+    sets_knob = re.compile(rf"(?<![A-Za-z0-9_.]){re.escape(probe.word)}=")  # `grad_s=`, not `fp8_grad_s=`
+    if "knob" in probe.kinds and not any(sets_knob.search(r.notes or "") for r in must):
         problems.append(f"{where}: knob, but no must-see record's notes set {probe.word}=…")
     if "sibling" in probe.kinds and len(must) < 2:
         problems.append(f"{where}: sibling, but fewer than two must-see records")
