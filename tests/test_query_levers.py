@@ -300,3 +300,23 @@ def test_a_packing_masks_segment_ids_name_the_block_diagonal_mask():
     asked, groups = expand(["allowed", "segment", "ids"], ["allowed", "segment_ids"])
     assert {"block", "diagonal", "document", "seqlens"} <= set(asked) and len(groups) == 1
     assert expand(["segment", "logits"]) == (["segment", "logits"], ())
+
+
+def test_on_a_definitions_name_line_its_description_joins_the_line():
+    source = ('# the stochastic-depth helper\n'
+              'def drop_path(x, drop_prob: float = 0.0, training: bool = False):\n'
+              '    """Skip the residual branch per sample, rescaled by the keep probability."""\n'
+              '    # bernoulli mask\n'
+              '    keep = 1 - drop_prob\n'
+              '    return x * keep  # a guard\n')
+    name_line = at("def drop_path", source=source)
+    assert {"drop", "path", "prob", "training"} <= set(name_line.hints.focus)  # the signature's terms
+    assert {"skip", "residual", "branch", "rescaled", "keep", "probability", "bernoulli", "stochastic",
+            "depth", "helper"} <= set(name_line.hints.focus)  # docstring, the comment before the code, above
+    assert "guard" not in name_line.hints.focus  # a comment among the code is of its own line
+    body_line = at("keep = 1", source=source)
+    assert body_line.hints.focus == ("keep", "drop", "prob")  # a line of the body is that line alone
+    assert "skip" not in at("def drop_path", source=source, scope="lens").hints.focus  # a lens has no line
+    assert at("def drop_path", source=source, levers=replace(ALL_ON, cursor=False)).hints.focus == ()
+    undocumented = at("def forward(self, x)")  # nothing said: the signature alone
+    assert undocumented.hints.focus == ("forward",)

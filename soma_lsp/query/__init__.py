@@ -270,6 +270,32 @@ def _constructor_settings(doc, cls: Definition) -> list[str]:
     return [p for p in _DEFAULTED.findall(head[:end.start()] if end else head.split("\n", 1)[0]) if len(p) > 1]
 
 
+def _description(doc, scope: Definition, text_start: int | None) -> list[str]:
+    """The words a definition says of itself: its docstring, the comments between its signature and
+    its first line of code, and the comment block right above it (`text_start`). On its own name line
+    they join the line's terms (lever `cursor`): there the line is the signature, which names what the
+    definition takes (`x`, `images`, `teacher_temp`: the inputs its file's other definitions take too),
+    while the description says what it does — "pushes each class token away from its nearest
+    neighbour" at `class KoLeoLoss` (docs/benchmarks.md § Quality, try 150). The words are added after
+    the aliases of the line are asked: a description names ideas in passing, as a scope does."""
+    if not doc.has_grammar:
+        return []
+    lines, starts = doc.index.lines, doc.index.starts
+    row = scope.name_range[0][0]
+    last = row + _statement_lines(doc, row).count("\n")  # the signature's last line
+    code = scope.offsets[1]
+    for r in range(last + 1, min(len(lines), scope.range[1][0] + 1)):
+        if doc.masked[starts[r]:starts[r] + len(lines[r])].strip():
+            code = starts[r]  # the body's first line of code
+            break
+    head = (scope.offsets[0] if text_start is None else text_start, code)
+    words: list[str] = []
+    for ps, pe in doc.prose:
+        if pe > head[0] and ps < head[1]:
+            words.extend(prose_words(doc.source[max(ps, head[0]):min(pe, head[1])]))
+    return words
+
+
 def _line_names(doc, pos: Position | None, basis: str, levers: Levers) -> list[str]:
     """The identifiers of the cursor's own line, when the scope is larger than that line."""
     if not levers.cursor or pos is None or basis not in ("definition", "statement", "file"):
@@ -477,6 +503,8 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
     focus = tuple(terms_text(names).split())  # the terms of the cursor's own line
     text, groups = _near_aliases(_text(doc, start, end, text_start, scope_def if basis == "definition" else None),
                                  focus, word, names, levers)
+    if focus and on_name_line:  # the definition's own words of what it does join its signature's
+        focus = tuple(dict.fromkeys((*focus, *terms_text(_description(doc, scope_def, text_start)).split())))
     owner = _class_of(doc, scope_def)
     cls = owner if levers.class_bag and basis == "definition" else None
     arch = _bag(doc, start, end, whole=basis == "file", cls=cls)
