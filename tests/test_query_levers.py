@@ -320,3 +320,16 @@ def test_on_a_definitions_name_line_its_description_joins_the_line():
     assert at("def drop_path", source=source, levers=replace(ALL_ON, cursor=False)).hints.focus == ()
     undocumented = at("def forward(self, x)")  # nothing said: the signature alone
     assert undocumented.hints.focus == ("forward",)
+
+
+def test_a_definition_asked_from_a_position_knows_its_files_other_definitions():
+    built = at("return self.drop", scope="find")  # Attention.forward, in a file of seven definitions
+    others = built.hints.others
+    assert len(others) == 6 and all(isinstance(words, frozenset) for words in others)
+    assert frozenset(built.text.split()) not in others  # not its own
+    assert any({"rotary", "embedding", "freqs", "cis"} <= words for words in others)  # RotaryEmbedding.forward's
+    assert at("class RotaryEmbedding", scope="lens").hints.others == ()  # a lens has no position to tell
+    assert at("return self.drop", scope="hover").hints.others == ()  # a hover is latency-bound
+    assert at("return self.drop", scope="find", levers=replace(ALL_ON, hubs=False)).hints.others == ()
+    two = "def a(x):\n    return x\n\n\ndef b(y):\n    return y\n"
+    assert at("return x", source=two, scope="find").hints.others == ()  # too few definitions to tell a file from a scope

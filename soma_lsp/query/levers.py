@@ -68,6 +68,13 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   the scope (`evidence.COMPONENT_BONUS` × its structural term): the core leaves structural out for
   a record without an architecture, so a run naming the very parts this code builds scored below
   one naming none.
+* `hubs` — in find-related (asked, not a hover: it reads the terms of every definition of the
+  file), a ranked record whose words overlap most of the file's other definitions as much as the
+  scope asked (by the summed idf of its words each definition's text holds) is about the file, not
+  this scope: the order weighs it down by `evidence.HUB_WEIGHT` × the share of the file's other
+  definitions it overlaps so (`evidence.hub_shares`; a short note of the project's own words,
+  `module`, `student`, `teacher`, ranked in the top 5 of a fifth of a workspace's probes). A record
+  matching the word under the cursor is exempt: it is about what the user points at.
 * `tie_focus` — on a line of a definition's body, a tie that matches no term of the cursor's line
   or word (a run tied to the enclosing class, about another part of it) is shown after the top
   ranked record, not before, and its siblings after that record's (`related.late_ties`). On the
@@ -93,6 +100,7 @@ class Levers:
     forms: bool = True
     components: bool = True
     tie_focus: bool = True
+    hubs: bool = True
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
