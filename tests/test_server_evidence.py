@@ -74,6 +74,12 @@ def test_name_stems_drop_settings():
     assert name_stem("no-qk-norm-lr-6e-4") == name_stem("qk-norm-lr-6e-4")
 
 
+def test_a_count_written_in_words_is_a_setting_of_the_name():
+    assert name_stem("four-extra-tokens") == name_stem("sixteen-extra-tokens") == "extra-tokens"
+    assert name_stem("eight-small-views") == name_stem("ten-small-views") == "small-views"
+    assert name_stem("single-critic") == "single-critic"  # a kind, not a count
+
+
 def test_the_strength_gate_keeps_common_word_matches_out_of_what_is_shown_unasked():
     idx = index()
     weak = query("model loss step save")

@@ -48,7 +48,8 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   after the top ranked record. On a function's own name line, the runs about the settings its body
   reads so move up by `evidence.READ_BONUS` (`make_lora_config(args)` reading `args.lora_r`).
 * `siblings` — records of the same experiment as a tier's, a tied or the top record (same name stem
-  at another setting, "re-run of" its name) follow it right after it.
+  at another setting — a count written in words is a setting, `four-extra-tokens` ~ `sixteen-extra-tokens`
+  —, "re-run of" its name) follow it right after it.
 * `dead_ends` — a dead end hardly ages: the gate and the order read a dead end's score with 0.75 of
   the recency it lost given back (`soma_lsp.server.standing.DEAD_END_SHARE`), so a year-old dead
   end that matches as well as last week's run is shown next to it.

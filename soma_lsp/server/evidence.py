@@ -565,12 +565,17 @@ def names_only(record: Record | None, knobs: Sequence[str]) -> bool:
 # -- siblings ------------------------------------------------------------------------------------------
 
 _VALUE_PART = re.compile(r"\d")
+#: Counts written in words, which a run's name uses as it uses digits (`eight-small-views`, `two-experts-per-token`).
+_NUMBER_WORDS = frozenset("""one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen
+    sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand""".split())
 
 
 def name_stem(name: str) -> str:
-    """A run's name without its settings: the `-`/`_` parts holding a digit and a leading `no`
-    dropped (`lr-3e-4-1b` → `lr`, `rope-theta-1m-4k-ctx-seed2` → `rope-theta-ctx`)."""
-    parts = [p for p in re.split(r"[-_\s]+", name.lower()) if p and not _VALUE_PART.search(p)]
+    """A run's name without its settings: the `-`/`_` parts holding a digit or a count written in
+    words, and a leading `no`, dropped (`lr-3e-4-1b` → `lr`, `rope-theta-1m-4k-ctx-seed2` →
+    `rope-theta-ctx`, `four-extra-tokens` → `extra-tokens`, the sweep of `sixteen-extra-tokens`:
+    docs/benchmarks.md § Quality, try 160)."""
+    parts = [p for p in re.split(r"[-_\s]+", name.lower()) if p and not _VALUE_PART.search(p) and p not in _NUMBER_WORDS]
     if parts[:1] == ["no"]:
         parts = parts[1:]
     return "-".join(parts)
