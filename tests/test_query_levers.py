@@ -229,6 +229,17 @@ def test_a_line_reading_a_config_setting_asks_for_it():
                        levers=replace(ALL_ON, knob=False)).hints.reads == ()
 
 
+def test_a_setting_read_by_its_key_from_any_mapping_is_a_read_setting():
+    source = ("def do_train(cfg):\n"
+              "    o = cfg[\"optim\"]\n"
+              "    lr = o[\"base_lr\"] * math.sqrt(cfg[\"train\"][\"batch_size_per_gpu\"] / 1024)\n"
+              "    last = 0.0 if it < o['freeze_last_layer_epochs'] else lr\n")
+    assert build_query(source, "t.py", position=(2, 4), scope="find").hints.reads == ("base_lr", "batch_size_per_gpu")
+    assert build_query(source, "t.py", position=(3, 4), scope="find").hints.reads == ("freeze_last_layer_epochs",)
+    assert build_query(source, "t.py", position=(0, 6), scope="find").hints.body_reads == (
+        "optim", "base_lr", "batch_size_per_gpu", "freeze_last_layer_epochs")  # on the name line: what the body reads
+
+
 def test_a_line_asks_for_the_settings_of_the_condition_it_runs_under():
     source = ("def main(args, env):\n"
               "    for step in range(args.total_steps):\n"

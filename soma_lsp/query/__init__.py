@@ -396,9 +396,19 @@ def _knob_of(read: str) -> str:
     return re.findall(r"[A-Za-z_]\w*", read)[-1].lower()
 
 
+#: A setting read by its key from any mapping: `o["freeze_last_layer_epochs"]`, `cfg["train"]["batch_size"]`
+#: (the last key is the knob) — a config loaded from YAML or JSON is a dict under any name (`o = cfg["optim"]`).
+#: A key names a setting as plainly as an attribute of `cfg` does; `batch["labels"]` reads no setting, and
+#: the runs asked are only those that set the key and are about it (`evidence.read_runs`).
+_KEY_READ = re.compile(r"\b[A-Za-z_]\w*((?:\[[\"'][A-Za-z_]\w*[\"']\])+)")
+
+
 def _read_knobs(text: str) -> list[str]:
-    """The knobs a text reads from a config object (`_CONFIG_READ`), in order."""
-    return [_knob_of(m.group(1)) for m in _CONFIG_READ.finditer(text)]
+    """The knobs a text reads from a config object (`_CONFIG_READ`) or by a string key from any mapping
+    (`_KEY_READ`), once each, in the order they are read."""
+    reads = sorted((m.start(), _knob_of(m.group(1))) for pattern in (_CONFIG_READ, _KEY_READ)
+                   for m in pattern.finditer(text))
+    return list(dict.fromkeys(knob for _, knob in reads))
 
 
 def copied_settings(doc, cls: Definition | None) -> dict[str, str]:

@@ -42,7 +42,8 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   alone (`lr-2e-4`) come before runs whose name qualifies it (`backbone-lr-1e-4`); a run that set a flag
   of the line to the other boolean is about it whatever its name (`fp16-with-loss-scaling` with
   `bf16=false`, at `bf16: bool = True`). The settings a line
-  reads from a config object (`args.policy_frequency`), or that the `if` it runs under reads
+  reads from a config object (`args.policy_frequency`) or by its key from any mapping
+  (`o["base_lr"]`: a config loaded as a dict), or that the `if` it runs under reads
   (`if global_step < args.learning_starts:`), or that it reads through an attribute its class copied
   from one (`self.top_k` after `self.top_k = config.num_experts_per_tok`), bring the runs about them
   after the top ranked record. On a function's own name line, the runs about the settings its body
