@@ -229,6 +229,17 @@ def test_a_line_reading_a_config_setting_asks_for_it():
                        levers=replace(ALL_ON, knob=False)).hints.reads == ()
 
 
+def test_a_setting_read_by_its_key_from_any_mapping_is_a_read_setting():
+    source = ("def do_train(cfg):\n"
+              "    o = cfg[\"optim\"]\n"
+              "    lr = o[\"base_lr\"] * math.sqrt(cfg[\"train\"][\"batch_size_per_gpu\"] / 1024)\n"
+              "    last = 0.0 if it < o['freeze_last_layer_epochs'] else lr\n")
+    assert build_query(source, "t.py", position=(2, 4), scope="find").hints.reads == ("base_lr", "batch_size_per_gpu")
+    assert build_query(source, "t.py", position=(3, 4), scope="find").hints.reads == ("freeze_last_layer_epochs",)
+    assert build_query(source, "t.py", position=(0, 6), scope="find").hints.body_reads == (
+        "optim", "base_lr", "batch_size_per_gpu", "freeze_last_layer_epochs")  # on the name line: what the body reads
+
+
 def test_a_line_asks_for_the_settings_of_the_condition_it_runs_under():
     source = ("def main(args, env):\n"
               "    for step in range(args.total_steps):\n"
@@ -300,3 +311,36 @@ def test_a_packing_masks_segment_ids_name_the_block_diagonal_mask():
     asked, groups = expand(["allowed", "segment", "ids"], ["allowed", "segment_ids"])
     assert {"block", "diagonal", "document", "seqlens"} <= set(asked) and len(groups) == 1
     assert expand(["segment", "logits"]) == (["segment", "logits"], ())
+
+
+def test_on_a_definitions_name_line_its_description_joins_the_line():
+    source = ('# the stochastic-depth helper\n'
+              'def drop_path(x, drop_prob: float = 0.0, training: bool = False):\n'
+              '    """Skip the residual branch per sample, rescaled by the keep probability."""\n'
+              '    # bernoulli mask\n'
+              '    keep = 1 - drop_prob\n'
+              '    return x * keep  # a guard\n')
+    name_line = at("def drop_path", source=source)
+    assert {"drop", "path", "prob", "training"} <= set(name_line.hints.focus)  # the signature's terms
+    assert {"skip", "residual", "branch", "rescaled", "keep", "probability", "bernoulli", "stochastic",
+            "depth", "helper"} <= set(name_line.hints.focus)  # docstring, the comment before the code, above
+    assert "guard" not in name_line.hints.focus  # a comment among the code is of its own line
+    body_line = at("keep = 1", source=source)
+    assert body_line.hints.focus == ("keep", "drop", "prob")  # a line of the body is that line alone
+    assert "skip" not in at("def drop_path", source=source, scope="lens").hints.focus  # a lens has no line
+    assert at("def drop_path", source=source, levers=replace(ALL_ON, cursor=False)).hints.focus == ()
+    undocumented = at("def forward(self, x)")  # nothing said: the signature alone
+    assert undocumented.hints.focus == ("forward",)
+
+
+def test_a_definition_asked_from_a_position_knows_its_files_other_definitions():
+    built = at("return self.drop", scope="find")  # Attention.forward, in a file of seven definitions
+    others = built.hints.others
+    assert len(others) == 6 and all(isinstance(words, frozenset) for words in others)
+    assert frozenset(built.text.split()) not in others  # not its own
+    assert any({"rotary", "embedding", "freqs", "cis"} <= words for words in others)  # RotaryEmbedding.forward's
+    assert at("class RotaryEmbedding", scope="lens").hints.others == ()  # a lens has no position to tell
+    assert at("return self.drop", scope="hover").hints.others == ()  # a hover is latency-bound
+    assert at("return self.drop", scope="find", levers=replace(ALL_ON, hubs=False)).hints.others == ()
+    two = "def a(x):\n    return x\n\n\ndef b(y):\n    return y\n"
+    assert at("return x", source=two, scope="find").hints.others == ()  # too few definitions to tell a file from a scope

@@ -74,6 +74,12 @@ def test_name_stems_drop_settings():
     assert name_stem("no-qk-norm-lr-6e-4") == name_stem("qk-norm-lr-6e-4")
 
 
+def test_a_count_written_in_words_is_a_setting_of_the_name():
+    assert name_stem("four-extra-tokens") == name_stem("sixteen-extra-tokens") == "extra-tokens"
+    assert name_stem("eight-small-views") == name_stem("ten-small-views") == "small-views"
+    assert name_stem("single-critic") == "single-critic"  # a kind, not a count
+
+
 def test_the_strength_gate_keeps_common_word_matches_out_of_what_is_shown_unasked():
     idx = index()
     weak = query("model loss step save")
@@ -478,3 +484,44 @@ def test_the_runs_about_a_setting_the_line_reads_come_after_the_top_record():
     off = find_related(with_fillers(raw), ask, (), min_score=0.3, limit=None, hints=hints,
                        levers=replace(ALL_ON, knob=False))
     assert "pf2" not in dict(off.labels)
+
+
+def hub_index():
+    raw = [
+        {"id": "hub", "name": "compile-whole-model", "status": "failed",
+         "conclusion": "compiling the whole student teacher module recompiles every step",
+         "finished_at": "2026-11-20T00:00:00Z"},
+        {"id": "fused", "name": "fused-teacher-average", "notes": "foreach kernels",
+         "conclusion": "a multi-tensor teacher average", "finished_at": "2026-02-01T00:00:00Z"},
+        {"id": "sharp", "name": "teacher-sharpness-0.07", "notes": "teacher temp 0.07",
+         "conclusion": "sharper teacher targets after the update", "finished_at": "2026-10-01T00:00:00Z"},
+    ]
+    raw += [{"id": f"f{i}", "name": f"filler-{i}", "notes": f"unrelated words number {i}",
+             "conclusion": "nothing here", "finished_at": "2026-11-20T00:00:00Z"} for i in range(6)]
+    return LiveIndex([parse_record(r) for r in raw])
+
+
+#: The terms of a file's other definitions: each speaks of the student, the teacher and the module.
+FILE = (frozenset({"student", "teacher", "module", "forward", "whole", "step"}),
+        frozenset({"student", "teacher", "module", "loss", "compiling"}),
+        frozenset({"student", "teacher", "module", "crops"}),
+        frozenset({"student", "teacher", "module", "update", "temp", "softmax"}))
+
+
+def test_a_record_about_the_whole_file_is_weighed_down_for_one_of_its_scopes():
+    from soma_lsp.server.evidence import hub_shares
+
+    idx = hub_index()
+    text = "update teacher student module foreach average"
+    ranked = idx.rank(query(text), relevant_only=True)
+    shares = hub_shares(idx, ranked, text.split(), FILE)
+    assert shares["hub"] == 1.0  # its words here (student, teacher, module) are in every other definition
+    assert shares["fused"] == 0.0  # its words are this scope's: the foreach average
+    assert shares["sharp"] == 0.25  # its `teacher` and `update` are in one other definition
+    assert "hub" not in hub_shares(idx, ranked, text.split(), FILE, exempt=("module",))  # it matches the word
+    assert hub_shares(idx, ranked, text.split(), ()) == {}  # a file of one or two definitions: no file to tell
+    hints = Hints(others=FILE)
+    before = ids(find_related(idx, query(text), (), min_score=0.0, limit=None, levers=replace(ALL_ON, hubs=False),
+                              hints=hints))
+    after = ids(find_related(idx, query(text), (), min_score=0.0, limit=None, hints=hints))
+    assert before.index("hub") < before.index("fused") and after.index("fused") < after.index("hub")

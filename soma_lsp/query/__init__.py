@@ -91,7 +91,11 @@ class Hints:
     or the condition it runs under, reads from a config object (lever `knob`: `args.policy_frequency`
     in `update_actor_now = global_step % args.policy_frequency == 0`, `args.learning_starts` of the `if`
     above a line; `config_reads`), ``body_reads`` on a function's own name line the settings its body reads
-    from a config object (lever `knob`: the runs about them move up, `body_reads`)."""
+    from a config object (lever `knob`: the runs about them move up, `body_reads`), ``others`` the terms
+    of each other definition of the file, for a definition find-related asks from a position in a file of at
+    least `HUB_DEFINITIONS` definitions (lever `hubs`: a record overlapping most of them is about the file;
+    not for a hover, which is latency-bound: the terms of every definition cost the first hover after an
+    edit of a 1,500-line file 17 ms more, 30 → 48 ms)."""
 
     focus: tuple[str, ...] = ()
     settings: tuple[tuple[str, str, str], ...] = ()
@@ -101,6 +105,7 @@ class Hints:
     knob: str = ""
     reads: tuple[str, ...] = ()
     body_reads: tuple[str, ...] = ()
+    others: tuple[frozenset[str], ...] = ()
 
     @property
     def near(self) -> tuple[str, ...]:
@@ -270,6 +275,51 @@ def _constructor_settings(doc, cls: Definition) -> list[str]:
     return [p for p in _DEFAULTED.findall(head[:end.start()] if end else head.split("\n", 1)[0]) if len(p) > 1]
 
 
+def _description(doc, scope: Definition, text_start: int | None) -> list[str]:
+    """The words a definition says of itself: its docstring, the comments between its signature and
+    its first line of code, and the comment block right above it (`text_start`). On its own name line
+    they join the line's terms (lever `cursor`): there the line is the signature, which names what the
+    definition takes (`x`, `images`, `teacher_temp`: the inputs its file's other definitions take too),
+    while the description says what it does — "pushes each class token away from its nearest
+    neighbour" at `class KoLeoLoss` (docs/benchmarks.md § Quality, try 150). The words are added after
+    the aliases of the line are asked: a description names ideas in passing, as a scope does."""
+    if not doc.has_grammar:
+        return []
+    lines, starts = doc.index.lines, doc.index.starts
+    row = scope.name_range[0][0]
+    last = row + _statement_lines(doc, row).count("\n")  # the signature's last line
+    code = scope.offsets[1]
+    for r in range(last + 1, min(len(lines), scope.range[1][0] + 1)):
+        if doc.masked[starts[r]:starts[r] + len(lines[r])].strip():
+            code = starts[r]  # the body's first line of code
+            break
+    head = (scope.offsets[0] if text_start is None else text_start, code)
+    words: list[str] = []
+    for ps, pe in doc.prose:
+        if pe > head[0] and ps < head[1]:
+            words.extend(prose_words(doc.source[max(ps, head[0]):min(pe, head[1])]))
+    return words
+
+
+#: Lever `hubs`: the definitions a file needs for its other definitions to tell a record about the
+#: whole file from one about the scope asked.
+HUB_DEFINITIONS = 3
+
+
+def _other_definitions(doc, scope: Definition) -> tuple[frozenset[str], ...]:
+    """The terms of each definition of the file but `scope` (lever `hubs`), from the terms of every
+    definition's text (as a lens asks it), made once per parse; none in a file of fewer than
+    `HUB_DEFINITIONS` definitions."""
+    terms = doc.memo.get("definition_terms")
+    if terms is None:
+        terms = tuple((d.qualname, frozenset(_text(doc, *d.offsets, _leading_comments(doc, d.offsets[0]), d).split()))
+                      for d in doc.defs)
+        doc.memo["definition_terms"] = terms
+    if len(terms) < HUB_DEFINITIONS:
+        return ()
+    return tuple(words for qualname, words in terms if qualname != scope.qualname)
+
+
 def _line_names(doc, pos: Position | None, basis: str, levers: Levers) -> list[str]:
     """The identifiers of the cursor's own line, when the scope is larger than that line."""
     if not levers.cursor or pos is None or basis not in ("definition", "statement", "file"):
@@ -346,9 +396,19 @@ def _knob_of(read: str) -> str:
     return re.findall(r"[A-Za-z_]\w*", read)[-1].lower()
 
 
+#: A setting read by its key from any mapping: `o["freeze_last_layer_epochs"]`, `cfg["train"]["batch_size"]`
+#: (the last key is the knob) — a config loaded from YAML or JSON is a dict under any name (`o = cfg["optim"]`).
+#: A key names a setting as plainly as an attribute of `cfg` does; `batch["labels"]` reads no setting, and
+#: the runs asked are only those that set the key and are about it (`evidence.read_runs`).
+_KEY_READ = re.compile(r"\b[A-Za-z_]\w*((?:\[[\"'][A-Za-z_]\w*[\"']\])+)")
+
+
 def _read_knobs(text: str) -> list[str]:
-    """The knobs a text reads from a config object (`_CONFIG_READ`), in order."""
-    return [_knob_of(m.group(1)) for m in _CONFIG_READ.finditer(text)]
+    """The knobs a text reads from a config object (`_CONFIG_READ`) or by a string key from any mapping
+    (`_KEY_READ`), once each, in the order they are read."""
+    reads = sorted((m.start(), _knob_of(m.group(1))) for pattern in (_CONFIG_READ, _KEY_READ)
+                   for m in pattern.finditer(text))
+    return list(dict.fromkeys(knob for _, knob in reads))
 
 
 def copied_settings(doc, cls: Definition | None) -> dict[str, str]:
@@ -477,6 +537,8 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
     focus = tuple(terms_text(names).split())  # the terms of the cursor's own line
     text, groups = _near_aliases(_text(doc, start, end, text_start, scope_def if basis == "definition" else None),
                                  focus, word, names, levers)
+    if focus and on_name_line:  # the definition's own words of what it does join its signature's
+        focus = tuple(dict.fromkeys((*focus, *terms_text(_description(doc, scope_def, text_start)).split())))
     owner = _class_of(doc, scope_def)
     cls = owner if levers.class_bag and basis == "definition" else None
     arch = _bag(doc, start, end, whole=basis == "file", cls=cls)
@@ -493,16 +555,17 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
         if levers.knob and scope != "lens" else ()
     whole = body_reads(doc, scope_def, {knob, *reads}) \
         if levers.knob and scope != "lens" and on_name_line and scope_def.kind != "class" else ()
+    others = _other_definitions(doc, scope_def) if levers.hubs and scope == "find" and basis == "definition" else ()
     return BuiltQuery(text, arch, scope_def, word, basis,
                       (index.position(start), index.position(end)), doc.lang, word_range, _ask(text, word),
                       hints=Hints(focus, settings, groups, tuple(tokenize(word)) if word else (),
                                   in_body=bool(focus) and scope_def is not None and not on_name_line,
-                                  knob=knob, reads=reads, body_reads=whole))
+                                  knob=knob, reads=reads, body_reads=whole, others=others))
 
 
 __all__ = [
     "BuiltQuery", "Definition", "build_query", "definitions", "architecture_bag",
     "find_definition", "encloses", "related", "innermost", "language_for_path", "LineIndex",
     "utf16_len", "utf16_to_index", "index_to_utf16",
-    "split_lines", "retrieval_query", "Levers", "ALL_ON", "Hints", "NO_HINTS", "line_knobs",
+    "split_lines", "retrieval_query", "Levers", "ALL_ON", "Hints", "NO_HINTS", "line_knobs", "HUB_DEFINITIONS",
 ]

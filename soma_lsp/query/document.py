@@ -56,6 +56,9 @@ class ParsedDoc:
     arch: PythonArchitecture | None = None
     calls: list[tuple[int, str]] = field(default_factory=list)  # Python instantiations
     _config_bag: dict[str, float] | None = field(default=None, repr=False)
+    #: what the query builder derives from the whole parse, made once per parse (lever `hubs`' terms of
+    #: each definition): a parse is shared by every query on the same text (`parse`'s cache)
+    memo: dict[str, object] = field(default_factory=dict, repr=False)
 
     @property
     def comment_markers(self) -> tuple[str, ...]:

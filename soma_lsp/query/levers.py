@@ -16,7 +16,9 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   and in find-related a record matching the word under the cursor passes the gate's evidence rule
   with that one term (the word the user points at is no coincidence). On a class's name line, the
   settings its `__init__` takes (`n_mels=80, hop_length=160`) are of the line too: what a run changes
-  in a class. A line that opens brackets it does not close (`param_dicts = [`) holds the lines up to
+  in a class; and on any definition's name line, the words it says of itself (its docstring, the
+  comments before its first line of code and right above it): the signature names what it takes,
+  its description what it does. A line that opens brackets it does not close (`param_dicts = [`) holds the lines up to
   the one that closes them: one statement.
 * `class_bag` — a method's component bag is its class's (`__init__`, `setup`, `build`, `@compact`
   all build the parts `forward`/`__call__`/`call` use), and a class's own name and bases join it.
@@ -40,13 +42,15 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   alone (`lr-2e-4`) come before runs whose name qualifies it (`backbone-lr-1e-4`); a run that set a flag
   of the line to the other boolean is about it whatever its name (`fp16-with-loss-scaling` with
   `bf16=false`, at `bf16: bool = True`). The settings a line
-  reads from a config object (`args.policy_frequency`), or that the `if` it runs under reads
+  reads from a config object (`args.policy_frequency`) or by its key from any mapping
+  (`o["base_lr"]`: a config loaded as a dict), or that the `if` it runs under reads
   (`if global_step < args.learning_starts:`), or that it reads through an attribute its class copied
   from one (`self.top_k` after `self.top_k = config.num_experts_per_tok`), bring the runs about them
   after the top ranked record. On a function's own name line, the runs about the settings its body
   reads so move up by `evidence.READ_BONUS` (`make_lora_config(args)` reading `args.lora_r`).
 * `siblings` — records of the same experiment as a tier's, a tied or the top record (same name stem
-  at another setting, "re-run of" its name) follow it right after it.
+  at another setting — a count written in words is a setting, `four-extra-tokens` ~ `sixteen-extra-tokens`
+  —, "re-run of" its name) follow it right after it.
 * `dead_ends` — a dead end hardly ages: the gate and the order read a dead end's score with 0.75 of
   the recency it lost given back (`soma_lsp.server.standing.DEAD_END_SHARE`), so a year-old dead
   end that matches as well as last week's run is shown next to it.
@@ -66,6 +70,13 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   the scope (`evidence.COMPONENT_BONUS` × its structural term): the core leaves structural out for
   a record without an architecture, so a run naming the very parts this code builds scored below
   one naming none.
+* `hubs` — in find-related (asked, not a hover: it reads the terms of every definition of the
+  file), a ranked record whose words overlap most of the file's other definitions as much as the
+  scope asked (by the summed idf of its words each definition's text holds) is about the file, not
+  this scope: the order weighs it down by `evidence.HUB_WEIGHT` × the share of the file's other
+  definitions it overlaps so (`evidence.hub_shares`; a short note of the project's own words,
+  `module`, `student`, `teacher`, ranked in the top 5 of a fifth of a workspace's probes). A record
+  matching the word under the cursor is exempt: it is about what the user points at.
 * `tie_focus` — on a line of a definition's body, a tie that matches no term of the cursor's line
   or word (a run tied to the enclosing class, about another part of it) is shown after the top
   ranked record, not before, and its siblings after that record's (`related.late_ties`). On the
@@ -91,6 +102,7 @@ class Levers:
     forms: bool = True
     components: bool = True
     tie_focus: bool = True
+    hubs: bool = True
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

@@ -25,6 +25,9 @@ core's ranking (docs/spec.md §2) — only which ranked records pass and in what
   — follow it, labelled "sibling of …": who must see one must see its siblings.
   Inside a definition's body, a tie that matches nothing near the cursor comes after the top ranked
   record, its siblings after that record's (`off_the_line`, lever `tie_focus`).
+* **hubs** (`hub_shares`): a ranked record that overlaps most of the file's other definitions as much
+  as the scope asked is about the file, not this scope: the order weighs it down by `HUB_WEIGHT` × that
+  share.
 * **components** (`COMPONENT_BONUS`): a ranked record that shares components with the scope moves up
   by its structural share — the parts this code builds, named by the run, are evidence the core's
   weights under-count.
@@ -76,6 +79,41 @@ NAME_BONUS = 0.5
 #: none. Tuned on the tune probes: 0.2 / 0.3 / 0.4 / 0.6 / 0.8 gave tune nDCG@5 0.839 / 0.843 / 0.845 /
 #: 0.847 / 0.846, R@3 0.866 / 0.871 / 0.886 / 0.886 / 0.886 (docs/benchmarks.md § Quality, try 46).
 COMPONENT_BONUS = 0.6
+
+
+#: How far a ranked record that overlaps the file's other definitions as much as the scope moves down
+#: (lever `hubs`), in score units × the share of them it overlaps so: measured at 0.1 / 0.2 / 0.3 in
+#: process (docs/benchmarks.md § Quality, try 151).
+HUB_WEIGHT = 0.1
+#: How many of the gated ranking's first records (by the core's score) `hub_shares` reads: those that
+#: may be shown; a record further down is no hub of the first places.
+HUB_READ = 30
+
+
+def hub_shares(index: LiveIndex, ranked: Sequence[ScoredRecord], here: Iterable[str],
+               others: Sequence[frozenset[str]], exempt: Sequence[str] = ()) -> dict[str, float]:
+    """Record id → the share of the file's other definitions (`others`, their terms: `Hints.others`)
+    whose text a ranked record overlaps at least as much as the scope's (`here`), lever `hubs` — the
+    overlap being the summed idf of the record's words that the text holds. A record whose words are
+    the file's own (`compile-whole-model`: `module`, `student`, `teacher`, `masked`, `patches` for any
+    scope of a self-supervised trainer) relates to every definition of it as much as to this one, so
+    it is no evidence about this one; a record matching a term of the word under the cursor
+    (`exempt`) is about what the user points at, and is exempt. Only the first `HUB_READ` of `ranked`
+    (the core's order) are read; a record overlapping nothing here is left alone."""
+    if not others:
+        return {}
+    here, pointed = set(here), set(exempt)
+    out: dict[str, float] = {}
+    for scored in ranked[:HUB_READ]:
+        if not pointed.isdisjoint(scored.components.matched_terms):
+            continue
+        record = scored.record
+        words = set(tokenize(" ".join(filter(None, (record.name, record.headline, record.notes, record.details)))))
+        idf = index.idf_of(words)
+        mine = sum(idf.get(t, 0.0) for t in words & here)
+        if mine > 0.0:
+            out[record.id] = sum(sum(idf.get(t, 0.0) for t in words & text) >= mine for text in others) / len(others)
+    return out
 
 
 def off_the_line(tied: Sequence[ScoredRecord], near: Sequence[str]) -> list[ScoredRecord]:
@@ -527,12 +565,17 @@ def names_only(record: Record | None, knobs: Sequence[str]) -> bool:
 # -- siblings ------------------------------------------------------------------------------------------
 
 _VALUE_PART = re.compile(r"\d")
+#: Counts written in words, which a run's name uses as it uses digits (`eight-small-views`, `two-experts-per-token`).
+_NUMBER_WORDS = frozenset("""one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen
+    sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand""".split())
 
 
 def name_stem(name: str) -> str:
-    """A run's name without its settings: the `-`/`_` parts holding a digit and a leading `no`
-    dropped (`lr-3e-4-1b` → `lr`, `rope-theta-1m-4k-ctx-seed2` → `rope-theta-ctx`)."""
-    parts = [p for p in re.split(r"[-_\s]+", name.lower()) if p and not _VALUE_PART.search(p)]
+    """A run's name without its settings: the `-`/`_` parts holding a digit or a count written in
+    words, and a leading `no`, dropped (`lr-3e-4-1b` → `lr`, `rope-theta-1m-4k-ctx-seed2` →
+    `rope-theta-ctx`, `four-extra-tokens` → `extra-tokens`, the sweep of `sixteen-extra-tokens`:
+    docs/benchmarks.md § Quality, try 160)."""
+    parts = [p for p in re.split(r"[-_\s]+", name.lower()) if p and not _VALUE_PART.search(p) and p not in _NUMBER_WORDS]
     if parts[:1] == ["no"]:
         parts = parts[1:]
     return "-".join(parts)
@@ -559,7 +602,7 @@ def siblings_of(index: LiveIndex, anchors: Iterable[Record], exclude: set[str]) 
     return list(out.items())
 
 
-__all__ = ["COMPONENT_BONUS", "FOCUS_BONUS", "MIN_STRENGTH", "NAME_BONUS", "READ_BONUS", "WORD_BONUS", "focus_order", "is_about",
+__all__ = ["COMPONENT_BONUS", "FOCUS_BONUS", "HUB_READ", "HUB_WEIGHT", "MIN_STRENGTH", "NAME_BONUS", "READ_BONUS", "WORD_BONUS", "focus_order", "hub_shares", "is_about",
            "knob_front", "knob_tier", "name_stem", "names_only", "names_the_word", "off_the_line", "read_order", "read_runs",
            "siblings_of",
            "strong", "with_forms", "word_spellings"]

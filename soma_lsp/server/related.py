@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from ..pool.commit_ties import CommitTie
 from ..query import ALL_ON, NO_HINTS, Definition, Hints, Levers, find_definition, related as symbols_related
 from ..records import Record
-from ..retrieval import LiveIndex, RetrievalQuery, ScoredRecord
+from ..retrieval import LiveIndex, RetrievalQuery, ScoredRecord, tokenize
 from . import evidence
 from .embedder import Similarity
 from .standing import max_lift, standing
@@ -157,8 +157,11 @@ def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], 
     `limit` bounds what is returned (None: everything up to COUNT_CAP); with `count`, the gated
     ranking is read to `count_cap` to say how many there are in all. The gated ranking is ordered by
     standing, plus (lever `components`) `evidence.COMPONENT_BONUS` × its structural term, plus the
-    bonuses of `named` and `similarity` (an embedder's, `server.embedder`, off by default)."""
+    bonuses of `named` and `similarity` (an embedder's, `server.embedder`, off by default), less (lever
+    `hubs`) `evidence.HUB_WEIGHT` × the share of the file's other definitions (`hints.others`) a record
+    relates to as much as to the scope (`evidence.hub_shares`)."""
     tied = list(tied)
+    here = tokenize(query.text) if levers.hubs and hints.others else ()  # the scope's words, as asked
     query = ranked_query(index, query, hints, levers)
     tied_ids = [t.record.id for t in tied]
     tied_scored = sorted(index.score(query, tied_ids), key=_tie_order)
@@ -177,13 +180,14 @@ def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], 
     ranked = [s for s in ranked_all if s.record.id not in tied_set and has_evidence(s, min_terms, pointed)
               and (stands(s) >= min_score or s.record.id in named)]
     bonus = similarity(ranked) if similarity is not None else {}
+    hubs = evidence.hub_shares(index, ranked, here, hints.others, hints.word) if here else {}
 
     shared = evidence.COMPONENT_BONUS if levers.components else 0.0
 
     def order(s: ScoredRecord) -> float:
         return (stands(s) + bonus.get(s.record.id, 0.0) + (evidence.NAME_BONUS if s.record.id in named else 0.0)
-                + shared * (s.components.structural or 0.0))
-    if lifted or bonus or shared:
+                + shared * (s.components.structural or 0.0) - evidence.HUB_WEIGHT * hubs.get(s.record.id, 0.0))
+    if lifted or bonus or shared or hubs:
         ranked.sort(key=lambda s: (-order(s), s.record.id))
     capped = len(ranked_all) >= want + len(tied_set) and want > 0
     ranked, labels = arrange(index, query, tied_scored, ranked, gate=unasked and min_terms > 1,
