@@ -110,9 +110,9 @@ def hub_shares(index: LiveIndex, ranked: Sequence[ScoredRecord], here: Iterable[
         record = scored.record
         words = set(tokenize(" ".join(filter(None, (record.name, record.headline, record.notes, record.details)))))
         idf = index.idf_of(words)
-        mine = sum(idf.get(t, 0.0) for t in words & here)
+        mine = math.fsum(idf.get(t, 0.0) for t in words & here)
         if mine > 0.0:
-            out[record.id] = sum(sum(idf.get(t, 0.0) for t in words & text) >= mine for text in others) / len(others)
+            out[record.id] = sum(math.fsum(idf.get(t, 0.0) for t in words & text) >= mine for text in others) / len(others)
     return out
 
 
@@ -204,7 +204,7 @@ def strength(scored: ScoredRecord, idf: dict[str, float], aliases: Sequence[Sequ
         hit = matched.intersection(group)
         total += max((idf.get(t, 0.0) for t in hit), default=0.0)
         matched -= hit
-    return total + sum(idf.get(t, 0.0) for t in matched)
+    return total + math.fsum(idf.get(t, 0.0) for t in matched)
 
 
 def rarest_idf(n_records: int) -> float:
@@ -233,7 +233,7 @@ def focus_order(ranked: Sequence[ScoredRecord], focus: Sequence[str],
     if not focus:
         return list(ranked)
     wanted, pointed = set(focus), set(word)
-    total = sum(weights.values()) if weights else 0.0
+    total = math.fsum(weights.values()) if weights else 0.0
     base = key
 
     def key(s: ScoredRecord) -> tuple:
@@ -245,7 +245,7 @@ def focus_order(ranked: Sequence[ScoredRecord], focus: Sequence[str],
             matched.update(spellings[r] for r in map(root, list(matched)) if r in spellings)
         share = len(wanted.intersection(matched)) / len(wanted)
         if total:
-            on_word = sum(weights.get(t, 0.0) for t in pointed.intersection(matched)) / total
+            on_word = math.fsum(weights.get(t, 0.0) for t in pointed.intersection(matched)) / total
         else:
             on_word = len(pointed.intersection(matched)) / len(pointed) if pointed else 0.0
         return (-(base(s) + FOCUS_BONUS * share + WORD_BONUS * on_word), s.record.id)
