@@ -27,6 +27,7 @@ from ..model import TERMS, RetrievalQuery, ScoreComponents, ScoredRecord
 from ..tokenize import tokenize
 from .approximate import _ApproximatePass
 from .exact import _ExactPass
+from .pruned import _PrunedPass
 from .resolved import _Query
 from . import tuning
 from .kept import kept
@@ -37,7 +38,7 @@ def _query_terms(text: str) -> list[str]:
     return list(dict.fromkeys(tokenize(text)))
 
 
-class _Ranking(_ExactPass, _ApproximatePass):
+class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
     """`LiveIndex.rank` and `LiveIndex.score` (a part of `LiveIndex`, on the state `live` holds)."""
 
     def rank(self, query: RetrievalQuery, *, relevant_only: bool = False,
@@ -193,6 +194,7 @@ class _Ranking(_ExactPass, _ApproximatePass):
             "static": {},  # `now` → the approximate step's query-independent part (`_static_part`)
             "structural": {},  # component bag → the approximate step's structural term (`_structural_part`)
             "denominators": {},  # Σ q → Σ q + Σ r per slot, float32 (`_denominators`)
+            "bounded": {},  # (`now`, Σ q) → a bound of the approximate score's static and structural part
         }
         weighting["float32"] = {  # the same, rounded, for `_candidates`
             name: np.asarray(values, dtype=np.float32) for name, values in (
