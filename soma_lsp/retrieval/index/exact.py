@@ -95,7 +95,7 @@ class _ExactPass(_FewSlotsPass):
         float64 sum takes that route only when every component is such a whole q_c. At given slots
         each slot adds the same values in the same order as at every slot: the same floats."""
         plan = [(key, q_count, self._presence(key))
-                for key, q_count in zip(self._components.keys_of(list(q.bag)).tolist(), q.bag.values()) if key >= 0]
+                for key, q_count in zip(q.bag_keys, q.bag.values()) if key >= 0]
         whole = [_whole(presence, q_count) for _, q_count, presence in plan]
         size = self._columns.size if slots is None else slots.size
 
@@ -115,7 +115,7 @@ class _ExactPass(_FewSlotsPass):
                 shared += present(presence) if q_count == 1 else present(presence) * dtype(q_count)
                 continue
             if slots is not None:  # 0.0 where absent, which adds nothing
-                shared += np.minimum(np.array(_listed(self._components, key, slots), dtype=dtype), dtype(q_count))
+                shared += np.minimum(_listed(self._components, key, slots).astype(dtype, copy=False), dtype(q_count))
                 continue
             for segment, posted, counts in self._components.lookup(key):
                 found = parts.get((segment, key))

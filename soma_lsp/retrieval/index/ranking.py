@@ -135,7 +135,7 @@ class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
         total = float(sum(bag.values()))
         return _Query(
             terms=terms, keys=key_array, key_terms=key_terms, idf=idf,
-            bag=bag, bag_total=total, now=None if query.now is None else T.epoch_seconds(query.now),
+            bag=bag, bag_keys=self._components.keys_of(list(bag)).tolist() if bag else [], bag_total=total, now=None if query.now is None else T.epoch_seconds(query.now),
             half_life_days=query.half_life_days,
             weighting=self._weighting(query, bool(terms), total > 0))
 
