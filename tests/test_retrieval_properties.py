@@ -276,7 +276,8 @@ def test_a_pruned_cut_is_the_full_cut(records, q, bag, limit, first, blocks, rel
     if resolved.bag_total <= 0:
         return
     approximation = index._approximate(resolved)
-    with mock.patch.object(tuning, "PRUNED_FIRST", first), mock.patch.object(tuning, "PRUNED_BLOCKS", blocks):
+    with mock.patch.object(tuning, "PRUNED_FIRST", first), mock.patch.object(tuning, "PRUNED_BLOCKS", blocks), \
+            mock.patch.object(approximate._ApproximatePass, "_bag_again", lambda *_: False):  # every ask pruned
         found = index._candidates(resolved, limit, relevant_only, approximation)
         with mock.patch.object(pruned._PrunedPass, "_pruned", lambda *_: None):
             assert found.tolist() == index._candidates(resolved, limit, relevant_only, approximation).tolist()
@@ -295,6 +296,24 @@ def test_a_pruned_cut_is_the_full_cut(records, q, bag, limit, first, blocks, rel
     assert np.all(bound[~alive] == -np.inf)
     eta = (2 * len(resolved.bag) + 16) * 2.0 ** -24
     assert np.all(bound[alive].astype(np.float64) >= score[alive] - eta)
+
+
+def test_a_bag_asked_again_keeps_its_structural_term():
+    """A bag asked once is pruned (its structural term at a few slots, nothing kept); asked again — a
+    file's hovers share its architecture — its structural term is computed at every slot and kept, and
+    the next asks add it: the same ranking each time."""
+    records = [parse_record({"id": f"r{i:04d}", "name": f"rope w{i % 7}", "architecture": COMPONENTS[i % 5:i % 5 + 3],
+                             "created_at": (BASE + timedelta(days=i % 50)).isoformat()}) for i in range(4200)]
+    index = LiveIndex(records)
+    ask = RetrievalQuery(text="rope w3", architecture=["Attention", "MoE"], now=BASE, limit=5)
+    with mock.patch.object(tuning, "ANSWERS_KEPT", 0):
+        first = index.rank(ask)
+        weighting = index._resolve(ask).weighting
+        assert weighting["structural"] == {} and len(weighting["bags"]) == 1
+        _same(index.rank(ask), first)
+        assert len(weighting["structural"]) == 1
+        _same(index.rank(ask), first)
+    _same(first, index.rank(RetrievalQuery(text="rope w3", architecture=["Attention", "MoE"], now=BASE))[:5])
 
 
 @settings(max_examples=300)

@@ -193,6 +193,7 @@ class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
             "effective": effective, "importance": table[:, 3][classes] * columns.view("importance"),
             "static": {},  # `now` → the approximate step's query-independent part (`_static_part`)
             "structural": {},  # component bag → the approximate step's structural term (`_structural_part`)
+            "bags": {},  # the last component bags asked (`_bag_again`)
             "denominators": {},  # Σ q → Σ q + Σ r per slot, float32 (`_denominators`)
             "bounded": {},  # (`now`, Σ q) → a bound of the approximate score's static and structural part
         }
