@@ -9,9 +9,9 @@ min(Σq, Σr) / max(Σq, Σr) — a function of the record's component total alo
 is an upper bound of its approximate score less the lexical part (`_bounded_rest`); with the lexical
 part added, of the whole approximate score (`_pruned`).
 
-The cut then needs a threshold θ no higher than the limit-th best approximate score: the slots of
-the PRUNED_FIRST·limit blocks (`_interleaved_maxima`) with the highest maxima of the bound are scored (their structural term
-computed at them alone), and the limit-th best of these is such a θ. Only a slot whose bound reaches
+The cut then needs a threshold θ no higher than the limit-th best approximate score: the slots at or
+above the PRUNED_FIRST·limit-th best of the bound's block maxima (`_interleaved_maxima`) are scored
+(their structural term computed at them alone), and the limit-th best of these is such a θ. Only a slot whose bound reaches
 θ − 2δ − η can be within 2δ of the limit-th best approximate score; on the bench's pools that is
 about a hundred slots (docs/benchmarks.md § Retrieval, rank9). Blocks alone would not do: the bound's
 maxima over blocks of 64 contiguous slots still reach θ in 60–75% of the blocks (recency and
