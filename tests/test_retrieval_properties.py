@@ -250,6 +250,84 @@ def test_an_answer_kept_is_the_answer_computed(records, qs, relevant_only, churn
                   _churned(records, churn).rank(_query(q, 3), relevant_only=relevant_only))
 
 
+@st.composite
+def copied_pools(draw):
+    """`pools`' records, each drawn record copied up to 8 times under other ids: enough slots for
+    several a block when the cut is pruned (`pruned`, patched to a few blocks)."""
+    fields = draw(st.lists(record_fields, min_size=1, max_size=12))
+    copies = draw(st.integers(1, 8))
+    return [parse_record({"id": f"exp-{i:03d}-{c}", **f}) for i, f in enumerate(fields) for c in range(copies)]
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(copied_pools(), queries, architecture.filter(bool), st.integers(1, 6), st.sampled_from([1, 2, 3]),
+       st.sampled_from([1, 4, 16]), st.booleans(), st.lists(st.integers(0, 60), max_size=8))
+def test_a_pruned_cut_is_the_full_cut(records, q, bag, limit, first, blocks, relevant_only, churn):
+    """With a component bag the cut computes the structural term only at the slots whose bound —
+    static part + w'·min(Σq, Σr)/max(Σq, Σr), plus the lexical part — reaches the threshold the first
+    slots give (`pruned`): the bound is at least every slot's approximate score less η, and the slots
+    chosen are those of the cut over every slot, so the ranking is the full one cut, bit for bit. A
+    bound a hair too low (ρ·(1 − 2⁻¹⁸)) or a block's last slot left out of its maximum makes this fail
+    (η, a few units of float32 rounding inside a margin of 2δ, is not caught here)."""
+    from soma_lsp.retrieval.index import pruned
+
+    index = _churned(records, churn)
+    resolved = index._resolve(_query({**q, "architecture": bag}, limit))
+    if resolved.bag_total <= 0:
+        return
+    approximation = index._approximate(resolved)
+    with mock.patch.object(tuning, "PRUNED_FIRST", first), mock.patch.object(tuning, "PRUNED_BLOCKS", blocks), \
+            mock.patch.object(approximate._ApproximatePass, "_bag_again", lambda *_: False):  # every ask pruned
+        found = index._candidates(resolved, limit, relevant_only, approximation)
+        with mock.patch.object(pruned._PrunedPass, "_pruned", lambda *_: None):
+            assert found.tolist() == index._candidates(resolved, limit, relevant_only, approximation).tolist()
+        with mock.patch.object(tuning, "ANSWERS_KEPT", 0):
+            _same(index.rank(_query({**q, "architecture": bag}, limit), relevant_only=relevant_only),
+                  index.rank(_query({**q, "architecture": bag}), relevant_only=relevant_only)[:limit])
+    static, _ = index._static_part(resolved)
+    score = static + index._structural_term(resolved)
+    bound = index._bounded_rest(resolved).copy()
+    if approximation is not None:
+        lexical = np.multiply(resolved.weighting["float32"]["lexical"], approximation.bm25)
+        lexical *= np.float32(1.0 / approximation.top)
+        score = (lexical + static) + index._structural_term(resolved)
+        bound += lexical
+    alive = index._columns.view("alive")
+    assert np.all(bound[~alive] == -np.inf)
+    eta = (2 * len(resolved.bag) + 16) * 2.0 ** -24
+    assert np.all(bound[alive].astype(np.float64) >= score[alive] - eta)
+
+
+def test_a_bag_asked_again_keeps_its_structural_term():
+    """A bag asked once is pruned (its structural term at a few slots, nothing kept); asked again — a
+    file's hovers share its architecture — its structural term is computed at every slot and kept, and
+    the next asks add it: the same ranking each time."""
+    records = [parse_record({"id": f"r{i:04d}", "name": f"rope w{i % 7}", "architecture": COMPONENTS[i % 5:i % 5 + 3],
+                             "created_at": (BASE + timedelta(days=i % 50)).isoformat()}) for i in range(4200)]
+    index = LiveIndex(records)
+    ask = RetrievalQuery(text="rope w3", architecture=["Attention", "MoE"], now=BASE, limit=5)
+    with mock.patch.object(tuning, "ANSWERS_KEPT", 0):
+        first = index.rank(ask)
+        weighting = index._resolve(ask).weighting
+        assert weighting["structural"] == {} and len(weighting["bags"]) == 1
+        _same(index.rank(ask), first)
+        assert len(weighting["structural"]) == 1
+        _same(index.rank(ask), first)
+    _same(first, index.rank(RetrievalQuery(text="rope w3", architecture=["Attention", "MoE"], now=BASE))[:5])
+
+
+@settings(max_examples=300)
+@given(st.lists(st.floats(-1, 1, width=32), min_size=1, max_size=200), st.integers(1, 64))
+def test_interleaved_maxima_are_the_maxima_of_a_partition(values, blocks):
+    from soma_lsp.retrieval.index.pruned import _interleaved_maxima
+
+    values = np.array(values, dtype=np.float32)
+    if values.size < blocks:
+        return
+    got = _interleaved_maxima(values, blocks)
+    assert got.tolist() == [values[k::blocks].max() for k in range(blocks)]
+
+
 @settings(max_examples=300)
 @given(st.lists(st.one_of(st.floats(0, 1), st.sampled_from([0.25, 0.5, -np.inf])), min_size=1, max_size=300),
        st.integers(1, 12), st.sampled_from([0.0, 1e-6, 0.05]), st.integers(1, 16))

@@ -17,6 +17,8 @@ One idea a module:
 * `ranking` — `rank` and `score`: a query resolved against the index, its per-record weighting, the
   results; the two steps of a ranking with a limit are `approximate` (every slot in float32, with a
   proven error bound, then the slots that can make the cut) and `exact` (those slots in float64);
+* `pruned` — the approximate step's cut for a query with a component bag: the structural term computed
+  only at the slots whose upper bound can reach the cut;
 * `contributions` — the float32 BM25 contributions the approximate step reuses, and which terms are
   added as dense vectors;
 * `kept` — the bounded, least-recently-used dicts of what a query leaves for the next (answers,

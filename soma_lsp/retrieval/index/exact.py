@@ -75,59 +75,57 @@ class _ExactPass(_FewSlotsPass):
         return tf
 
     def _shared_at(self, q: "_Query", slots: np.ndarray) -> np.ndarray:
-        """Exact Σ_c min(q_c, r_c) of these slots (in any order), component by component in query
-        order, with the counts as the postings hold them (float32): few slots looked up, many
-        scattered from all postings. A common component whose every count reaches the query's adds
-        q_c where its presence vector (`_presence`) says so; the others are searched for in their
-        postings, each segment's slots ascending."""
+        """Exact Σ_c min(q_c, r_c) of these slots, in float64 (`_shared_counts`: few slots looked up,
+        many taken from a pass over every slot)."""
         if slots.size > tuning.FEW_SLOTS:
-            return self._shared_everywhere(q, np.float64)[slots]
-        shared = np.zeros(slots.size)
-        for key, q_count in zip(self._components.keys_of(list(q.bag)).tolist(), q.bag.values()):
-            if key < 0:
-                continue
-            presence = self._presence(key)
-            if presence is not None and presence[1] >= q_count:  # min(q_c, r_c) = q_c wherever present
-                shared += presence[0][slots] * q_count
-                continue
-            shared += np.minimum(_listed(self._components, key, slots), q_count)  # 0.0 where absent
-        return shared
+            return self._shared_counts(q, np.float64)[slots]
+        return self._shared_counts(q, np.float64, slots)
 
-    def _shared_everywhere(self, q: "_Query", dtype: type) -> np.ndarray:
-        """Σ_c min(q_c, r_c) at every slot, component by component in query order, in `dtype` (float32
-        for the approximate pass). A component in many slots, each counting at least q_c, adds q_c
-        through its presence vector (`_presence`: one pass over the slots, where scattering that many
-        costs 5–10× more); the others are scattered from the postings.
+    def _shared_counts(self, q: "_Query", dtype: type, slots: np.ndarray | None = None) -> np.ndarray:
+        """Σ_c min(q_c, r_c) at every slot (or at these sorted, distinct `slots`), component by
+        component in query order, in `dtype` (float32 for the approximate step). A component in many
+        slots, each counting at least q_c, adds q_c through its presence vector (`_presence`: one pass
+        over the slots, where scattering that many costs 5–10× more); the others are scattered from
+        the postings (or, at given slots, searched for in them).
 
         Whole q_c added through presence vectors are summed in small integers first (`_counted`) and
         turned into `dtype` once: a float pass per component costs more than the byte pass. Whole
         numbers add up exactly in any order, and the float32 approximation's error bound holds in any
         order (sums of positive values), so there the other components are added after them; the
-        float64 sum takes that route only when every component is such a whole q_c."""
+        float64 sum takes that route only when every component is such a whole q_c. At given slots
+        each slot adds the same values in the same order as at every slot: the same floats."""
         plan = [(key, q_count, self._presence(key))
-                for key, q_count in zip(self._components.keys_of(list(q.bag)).tolist(), q.bag.values()) if key >= 0]
+                for key, q_count in zip(q.bag_keys, q.bag.values()) if key >= 0]
         whole = [_whole(presence, q_count) for _, q_count, presence in plan]
+        size = self._columns.size if slots is None else slots.size
+
+        def present(presence: tuple[np.ndarray, float]) -> np.ndarray:
+            return presence[0] if slots is None else presence[0][slots]
+
         if dtype is np.float32 or all(whole):
-            shared = _counted([(presence[0], int(q_count)) for (_, q_count, presence), w in zip(plan, whole) if w],
-                              self._columns.size, dtype)
+            shared = _counted([(present(presence), int(q_count)) for (_, q_count, presence), w in zip(plan, whole) if w],
+                              size, dtype)
             plan = list(compress(plan, [not w for w in whole]))
         else:
-            shared = np.zeros(self._columns.size, dtype=dtype)
+            shared = np.zeros(size, dtype=dtype)
         parts = self._per_layout().setdefault("components", {})  # (segment, key) → (least count, slots)
         wide = self._contributions.fits_wide(self._components.posted)
         for key, q_count, presence in plan:
             if presence is not None and presence[1] >= q_count:  # min(q_c, r_c) = q_c wherever present
-                shared += presence[0] if q_count == 1 else presence[0] * dtype(q_count)
+                shared += present(presence) if q_count == 1 else present(presence) * dtype(q_count)
                 continue
-            for segment, slots, counts in self._components.lookup(key):
+            if slots is not None:  # 0.0 where absent, which adds nothing
+                shared += np.minimum(_listed(self._components, key, slots).astype(dtype, copy=False), dtype(q_count))
+                continue
+            for segment, posted, counts in self._components.lookup(key):
                 found = parts.get((segment, key))
                 if found is None:  # slots scattered through, as the contributions' (`fits_wide`)
-                    found = parts[(segment, key)] = (float(counts.min()), slots.astype(np.intp) if wide else slots)
-                floor, slots = found
+                    found = parts[(segment, key)] = (float(counts.min()), posted.astype(np.intp) if wide else posted)
+                floor, posted = found
                 if floor >= q_count:  # the common case (a query counts each component once): one scalar
-                    np.add.at(shared, slots, dtype(q_count))
+                    np.add.at(shared, posted, dtype(q_count))
                 else:
-                    np.add.at(shared, slots, np.minimum(counts.astype(dtype, copy=False), dtype(q_count)))
+                    np.add.at(shared, posted, np.minimum(counts.astype(dtype, copy=False), dtype(q_count)))
         return shared
 
     def _presence(self, key: int) -> tuple[np.ndarray, float] | None:

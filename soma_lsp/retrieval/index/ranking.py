@@ -27,6 +27,7 @@ from ..model import TERMS, RetrievalQuery, ScoreComponents, ScoredRecord
 from ..tokenize import tokenize
 from .approximate import _ApproximatePass
 from .exact import _ExactPass
+from .pruned import _PrunedPass
 from .resolved import _Query
 from . import tuning
 from .kept import kept
@@ -37,7 +38,7 @@ def _query_terms(text: str) -> list[str]:
     return list(dict.fromkeys(tokenize(text)))
 
 
-class _Ranking(_ExactPass, _ApproximatePass):
+class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
     """`LiveIndex.rank` and `LiveIndex.score` (a part of `LiveIndex`, on the state `live` holds)."""
 
     def rank(self, query: RetrievalQuery, *, relevant_only: bool = False,
@@ -134,7 +135,7 @@ class _Ranking(_ExactPass, _ApproximatePass):
         total = float(sum(bag.values()))
         return _Query(
             terms=terms, keys=key_array, key_terms=key_terms, idf=idf,
-            bag=bag, bag_total=total, now=None if query.now is None else T.epoch_seconds(query.now),
+            bag=bag, bag_keys=self._components.keys_of(list(bag)).tolist() if bag else [], bag_total=total, now=None if query.now is None else T.epoch_seconds(query.now),
             half_life_days=query.half_life_days,
             weighting=self._weighting(query, bool(terms), total > 0))
 
@@ -192,7 +193,9 @@ class _Ranking(_ExactPass, _ApproximatePass):
             "effective": effective, "importance": table[:, 3][classes] * columns.view("importance"),
             "static": {},  # `now` → the approximate step's query-independent part (`_static_part`)
             "structural": {},  # component bag → the approximate step's structural term (`_structural_part`)
+            "bags": {},  # the last component bags asked (`_bag_again`)
             "denominators": {},  # Σ q → Σ q + Σ r per slot, float32 (`_denominators`)
+            "bounded": {},  # (`now`, Σ q) → a bound of the approximate score's static and structural part
         }
         weighting["float32"] = {  # the same, rounded, for `_candidates`
             name: np.asarray(values, dtype=np.float32) for name, values in (

@@ -10,13 +10,14 @@ import numpy as np
 @dataclass(frozen=True, slots=True)
 class _Query:
     """A query resolved against the index: its terms, the keys, terms and idf of those the pool has, its
-    architecture bag, `now` in epoch seconds, and its per-record weighting."""
+    architecture bag and its components' keys, `now` in epoch seconds, and its per-record weighting."""
 
     terms: list[str]
     keys: np.ndarray
     key_terms: list[str]  # the term of each key
     idf: list[float]
     bag: dict[str, float]
+    bag_keys: list[int]  # the key of each component of the bag, in its order (-1: none the pool knows)
     bag_total: float
     now: float | None
     half_life_days: float

@@ -14,9 +14,12 @@ SLOTS_IN_PYTHON = 16  # … and of up to this many (with the lexical max's conte
 TERMS_IN_PYTHON = 8  # for a query of up to this many known terms (past it numpy's vectorised lookup costs less)
 BLOCKS_READ_ALONE = 1 << 18  # from this many slots on, the cut (`_top_within`) and the lexical max's contenders
 # (`_approximated`) are read in the blocks whose maxima reach them alone (at 100k a pass over all costs less)
+PRUNED_FIRST = 24  # a query with a component bag scores first the best slots of 24·limit blocks of its bound
+PRUNED_BLOCKS = 1024  # … of at least this many blocks (`pruned`; a pool of fewer than 4 slots a block is not pruned)
 WEIGHTINGS_KEPT = 8  # query shapes whose per-record weighting is kept (see `_weighting`)
 STATIC_PARTS_KEPT = 4  # per query shape: the approximate score's query-independent part for this many `now`s,
-# its structural term for this many component bags, and its denominators for this many bag totals
+# its structural term for this many component bags (and remembers as many bags asked, `_bag_again`), and its
+# denominators and bounds (`pruned`) for this many bag totals
 PRESENCE_FRACTION = 32  # a component in ≥ 1/32 of the slots is added through a boolean presence vector
 ANSWERS_KEPT = 64  # `rank`'s answers kept per layout (a file's definitions, hovered and lensed: results of a
 # few dozen records each, small beside the index)
