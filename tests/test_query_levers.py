@@ -303,24 +303,6 @@ def test_a_functions_name_line_asks_for_the_settings_its_body_reads():
                        levers=replace(ALL_ON, knob=False)).hints.body_reads == ()
 
 
-def test_a_definitions_name_line_carries_the_names_of_the_files_other_definitions():
-    source = ("def train_step(state, batch):\n"
-              "    return state\n"
-              "\n"
-              "def eval_step(state, batch):\n"
-              "    return state\n"
-              "\n"
-              "class Trainer:\n"
-              "    def fit(self):\n"
-              "        pass\n")
-    on_name = build_query(source, "t.py", position=(3, 6), scope="hover")
-    assert sorted(map(sorted, on_name.hints.names)) == [["fit"], ["step", "train"], ["trainer"]]
-    assert build_query(source, "t.py", position=(4, 8), scope="hover").hints.names == ()  # in the body
-    assert build_query(source, "t.py", position=(3, 6), scope="lens").hints.names == ()  # a lens has no line
-    assert build_query(source, "t.py", position=(3, 6), scope="hover",
-                       levers=replace(ALL_ON, cursor=False)).hints.names == ()
-
-
 def test_a_packing_masks_segment_ids_name_the_block_diagonal_mask():
     """`segment_ids[:, None, :, None] == segment_ids[:, None, None, :]`: the notes say "block-diagonal",
     "document mask" (try 145); `segment` alone (a segmentation model's) fires nothing."""

@@ -14,7 +14,7 @@ from soma_lsp.query import ALL_ON, Hints, Levers
 from soma_lsp.records import parse_record
 from soma_lsp.retrieval import LiveIndex, RetrievalQuery
 from soma_lsp.server.evidence import (focus_order, name_stem, names_only, names_the_word, off_the_line, with_forms,
-                                      word_spellings, word_weights)
+                                      word_spellings)
 from soma_lsp.server.related import Tied, find_related
 from soma_lsp.server.standing import DEAD_END_SHARE, OLD_RUN_SHARE, lift
 
@@ -405,31 +405,6 @@ def test_another_form_of_the_word_under_the_cursor_matches_it_in_the_words_bonus
     off = find_related(idx, ask, (), min_score=0.0, limit=None, hints=near, min_terms=1,
                        levers=replace(ALL_ON, forms=False))
     assert ids(off)[0] == "vocab" and ids(on)[0] == "prompt"
-
-
-def test_a_part_of_the_name_the_files_other_definitions_share_weighs_less_in_the_words_bonus():
-    """`def eval_step` beside `def train_step`: `step` is every step function's; the run about
-    evaluation holds `eval`, and comes before the better-scoring run that holds only `step`."""
-    raw = [{"id": "steps", "name": "sam-rho-0.05", "finished_at": "2026-11-20T00:00:00Z",
-            "conclusion": "sharpness-aware step in the update step"},
-           {"id": "eval", "name": "eval-on-raw-weights", "finished_at": "2026-10-01T00:00:00Z",
-            "conclusion": "eval used the raw weights, not the average"}]
-    raw += [{"id": f"f{i}", "name": f"filler-{i}", "notes": "model loss", "conclusion": f"unrelated run number {i}",
-             "finished_at": "2026-11-20T00:00:00Z"} for i in range(6)]
-    idx = LiveIndex([parse_record(r) for r in raw])
-    weights = word_weights(("eval", "step"), [frozenset({"train", "step"})])
-    assert weights["step"] == 0.0 < weights["eval"]
-    name_line = Hints(focus=("eval", "step"), word=("eval", "step"))
-    alone = find_related(idx, query("eval step"), (), min_score=0.0, limit=None, hints=name_line, min_terms=1)
-    beside = find_related(idx, query("eval step"), (), min_score=0.0, limit=None, min_terms=1,
-                          hints=replace(name_line, names=(frozenset({"train", "step"}),)))
-    assert ids(alone) == ["steps", "eval"] and ids(beside) == ["eval", "steps"]
-
-
-def test_word_weights_leave_a_camelcase_words_joined_run_out_and_need_a_part_apart():
-    assert set(word_weights(("mlp", "torso", "mlptorso"), [frozenset({"critic"})])) == {"mlp", "torso"}
-    assert word_weights(("eval", "step"), []) == {}  # no other definition: every part alike
-    assert word_weights(("eval", "step"), [frozenset({"eval", "step"})]) == {}  # nothing tells it apart
 
 
 def test_shared_components_move_a_run_up_in_the_order():

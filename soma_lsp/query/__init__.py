@@ -95,9 +95,7 @@ class Hints:
     of each other definition of the file, for a definition find-related asks from a position in a file of at
     least `HUB_DEFINITIONS` definitions (lever `hubs`: a record overlapping most of them is about the file;
     not for a hover, which is latency-bound: the terms of every definition cost the first hover after an
-    edit of a 1,500-line file 17 ms more, 30 → 48 ms), ``names`` on a definition's own name line the terms of
-    the names of the file's other definitions (lever `cursor`: the parts of the word under the cursor that
-    they share weigh less in its bonus, `evidence.word_weights` — `step` of `eval_step` beside `train_step`)."""
+    edit of a 1,500-line file 17 ms more, 30 → 48 ms)."""
 
     focus: tuple[str, ...] = ()
     settings: tuple[tuple[str, str, str], ...] = ()
@@ -108,7 +106,6 @@ class Hints:
     reads: tuple[str, ...] = ()
     body_reads: tuple[str, ...] = ()
     others: tuple[frozenset[str], ...] = ()
-    names: tuple[frozenset[str], ...] = ()
 
     @property
     def near(self) -> tuple[str, ...]:
@@ -321,17 +318,6 @@ def _other_definitions(doc, scope: Definition) -> tuple[frozenset[str], ...]:
     if len(terms) < HUB_DEFINITIONS:
         return ()
     return tuple(words for qualname, words in terms if qualname != scope.qualname)
-
-
-def _other_names(doc, scope: Definition) -> tuple[frozenset[str], ...]:
-    """The terms of the name of each definition of the file but `scope` (lever `cursor`, `Hints.names`),
-    made once per parse (0.4 ms for the 296 definitions of a 4,300-line file; then 0.08 ms a query there,
-    docs/benchmarks.md § Quality, try 173)."""
-    names = doc.memo.get("definition_names")
-    if names is None:
-        names = tuple((d.qualname, frozenset(tokenize(d.name))) for d in doc.defs)
-        doc.memo["definition_names"] = names
-    return tuple(terms for qualname, terms in names if qualname != scope.qualname)
 
 
 def _line_names(doc, pos: Position | None, basis: str, levers: Levers) -> list[str]:
@@ -570,12 +556,11 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
     whole = body_reads(doc, scope_def, {knob, *reads}) \
         if levers.knob and scope != "lens" and on_name_line and scope_def.kind != "class" else ()
     others = _other_definitions(doc, scope_def) if levers.hubs and scope == "find" and basis == "definition" else ()
-    named = _other_names(doc, scope_def) if focus and on_name_line else ()
     return BuiltQuery(text, arch, scope_def, word, basis,
                       (index.position(start), index.position(end)), doc.lang, word_range, _ask(text, word),
                       hints=Hints(focus, settings, groups, tuple(tokenize(word)) if word else (),
                                   in_body=bool(focus) and scope_def is not None and not on_name_line,
-                                  knob=knob, reads=reads, body_reads=whole, others=others, names=named))
+                                  knob=knob, reads=reads, body_reads=whole, others=others))
 
 
 __all__ = [

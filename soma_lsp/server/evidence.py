@@ -135,32 +135,12 @@ def names_the_word(record: Record, word: Sequence[str]) -> bool:
     is not the word, and names half the pool (try 67)."""
     if any(len(t) == 1 for t in word):
         return False
-    parts = word_parts(word)
+    parts = [t for t in word if not any(t != u and t.startswith(u) for u in word)]
     named = set(tokenize(record.name))
     if parts and set(parts) <= named:
         return True
     joined = "".join(parts)  # `groupnorm-16-groups` for `GroupNorm`, `convnext-style-resblocks` for `ResBlock`
     return len(parts) > 1 and any(t == joined or root(t) == root(joined) for t in named)
-
-
-def word_parts(word: Sequence[str]) -> list[str]:
-    """The terms of a word but a CamelCase word's joined run (`mlp`, `torso` of `MLPTorso`, not `mlptorso`)."""
-    return [t for t in word if not any(t != u and t.startswith(u) for u in word)]
-
-
-def word_weights(word: Sequence[str], names: Sequence[frozenset[str]]) -> dict[str, float]:
-    """How much each part of the word under the cursor (`word_parts`) counts in its bonus on a definition's
-    own name line (lever `cursor`, `focus_order`): log((n + 1) / (df + 1)), df the number of the file's
-    other n definitions whose names hold it (`names`, `Hints.names`). A hover on a definition's name asks
-    what tells it apart from its file's others: `eval` of `eval_step` beside `train_step`, `knn` of
-    `knn_classifier` beside `LinearClassifier` — not the part their names share (`step`, `loss` of `DINOLoss`
-    beside `iBOTPatchLoss`), which every run about any of them holds (docs/benchmarks.md § Quality, try 173).
-    Empty (every part counts alike) without other definitions or when all their names share every part."""
-    if not names:
-        return {}
-    n = len(names)
-    weights = {t: math.log((n + 1) / (sum(t in other for other in names) + 1)) for t in word_parts(word)}
-    return weights if sum(weights.values()) > 0 else {}
 
 
 def with_forms(index: LiveIndex, query: RetrievalQuery, near: Sequence[str]) -> RetrievalQuery:
@@ -221,19 +201,15 @@ def strong(scored: ScoredRecord, idf: dict[str, float], aliases: Sequence[Sequen
 def focus_order(ranked: Sequence[ScoredRecord], focus: Sequence[str],
                 key: Callable[[ScoredRecord], float] = lambda s: s.score,
                 word: Sequence[str] = (), aliases: Sequence[Sequence[str]] = (),
-                spellings: Mapping[str, str] | None = None,
-                weights: Mapping[str, float] | None = None) -> list[ScoredRecord]:
+                spellings: Mapping[str, str] | None = None) -> list[ScoredRecord]:
     """`ranked` by `key` (the score, or the server's standing) plus the cursor line's bonus, and
-    `WORD_BONUS` × the share of the terms of the word under the cursor (`word`) a record matches — by
-    `weights` when given (`word_weights`: on a definition's name line, its name's parts by how few of
-    the file's other definitions' names hold them), else each term alike. A
+    `WORD_BONUS` × the share of the terms of the word under the cursor (`word`) a record matches. A
     record holding a word of an alias group fired near the cursor (`aliases`) matches all of the
     group's words: the notes' "rotary" is the line's `freqs_cis`. Likewise a record holding another
     form of a term of the word (`spellings`, root → the term: `word_spellings`) matches that term."""
     if not focus:
         return list(ranked)
     wanted, pointed = set(focus), set(word)
-    total = math.fsum(weights.values()) if weights else 0.0
     base = key
 
     def key(s: ScoredRecord) -> tuple:
@@ -244,10 +220,7 @@ def focus_order(ranked: Sequence[ScoredRecord], focus: Sequence[str],
         if spellings:  # `ignored` in a note is the `ignore` of `IGNORE_INDEX`
             matched.update(spellings[r] for r in map(root, list(matched)) if r in spellings)
         share = len(wanted.intersection(matched)) / len(wanted)
-        if total:
-            on_word = math.fsum(weights.get(t, 0.0) for t in pointed.intersection(matched)) / total
-        else:
-            on_word = len(pointed.intersection(matched)) / len(pointed) if pointed else 0.0
+        on_word = len(pointed.intersection(matched)) / len(pointed) if pointed else 0.0
         return (-(base(s) + FOCUS_BONUS * share + WORD_BONUS * on_word), s.record.id)
     return sorted(ranked, key=key)
 
@@ -632,4 +605,4 @@ def siblings_of(index: LiveIndex, anchors: Iterable[Record], exclude: set[str]) 
 __all__ = ["COMPONENT_BONUS", "FOCUS_BONUS", "HUB_READ", "HUB_WEIGHT", "MIN_STRENGTH", "NAME_BONUS", "READ_BONUS", "WORD_BONUS", "focus_order", "hub_shares", "is_about",
            "knob_front", "knob_tier", "name_stem", "names_only", "names_the_word", "off_the_line", "read_order", "read_runs",
            "siblings_of",
-           "strong", "with_forms", "word_parts", "word_spellings", "word_weights"]
+           "strong", "with_forms", "word_spellings"]

@@ -242,7 +242,7 @@ def arrange(index: LiveIndex, query: RetrievalQuery, tied: Sequence[ScoredRecord
     if levers.cursor:
         spellings = evidence.word_spellings(index, hints.word) if levers.forms else {}
         ranked = evidence.focus_order(ranked, hints.focus, key=order, word=hints.word, aliases=hints.aliases,
-                                      spellings=spellings, weights=evidence.word_weights(hints.word, hints.names))
+                                      spellings=spellings)
     knobs = evidence.knob_front(index, hints.settings, hints.knob) if levers.knob else []
     tiers = Tiers(index, {s.record.id for s in tied}, levers.siblings, dict(knobs))
     for record_id, _ in knobs:
