@@ -228,18 +228,19 @@ class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
         weights = [table[c] for c in picked(exact["classes"])]
         slots_at = np.asarray(slots, dtype=np.intp)  # (indexing with the list would convert it twice)
         importance, dead_end = self._columns.importance[slots_at].tolist(), self._columns.dead_end[slots_at].tolist()
-        query_components = set(q.bag)
+        records, in_query = self._slot_records, q.bag.__contains__
+        kept_components = self._per_layout().setdefault("record_components", {})  # slot → its components
         results = []
         for i, slot in enumerate(slots):
-            record = self._slot_records[slot]
-            components = ScoreComponents(
-                lexical=lexical[i] if q.terms else None,
-                structural=structural[i] if structural_applies[i] else None,
-                recency=recency[i] if recency_applies[i] else None,
-                importance=importance[i],
-                weights=dict(zip(TERMS, weights[i])),
-                matched_terms=tuple(compress(q.key_terms, matched[i])),
-                shared_components=tuple(sorted(query_components.intersection(T.component_bag(record.architecture)))),
-            )
-            results.append(ScoredRecord(record, score[i], components, dead_end=dead_end[i]))
+            record = records[slot]
+            own = kept_components.get(slot)
+            if own is None:
+                own = kept_components[slot] = tuple(sorted(T.component_bag(record.architecture)))
+            components = ScoreComponents(  # (positional, in the fields' order: a third less than by keyword)
+                lexical[i] if q.terms else None, structural[i] if structural_applies[i] else None,
+                recency[i] if recency_applies[i] else None, importance[i], dict(zip(TERMS, weights[i])),
+                tuple(compress(q.key_terms, matched[i])), tuple(filter(in_query, own)))
+            results.append(ScoredRecord(record, score[i], components, dead_end[i]))
+        if len(kept_components) > tuning.RECORD_COMPONENTS_KEPT:
+            kept_components.clear()
         return results
