@@ -316,6 +316,19 @@ def test_a_results_kept_components_follow_its_record():
     assert only(rank(index, q), "r1100").components.shared_components == ("attention", "rmsnorm")
 
 
+def test_a_words_kept_key_and_idf_follow_the_records():
+    """`_known` keeps each query word's key and idf (or that no record holds it) while the layout
+    stands: records added — one with a word no record held before — must move both."""
+    records = [rec(f"r{i}", f"rope theta {i}", notes="warmup " * (i % 3)) for i in range(40)]
+    index = LiveIndex(records)
+    q = RetrievalQuery(text="rope warmup cosine", now=NOW, limit=None)
+    assert _scores(index, q) == _scores(records, q)  # "cosine": no record holds it
+    added = [rec("n1", "cosine schedule"), rec("n2", "rope cosine warmup")]
+    index.update(add=added)
+    assert _scores(index, q) == _scores(records + added, q)
+    assert only(rank(index, q), "n1").components.matched_terms == ("cosine",)
+
+
 def test_relevant_only_and_min_score_gate():
     records = [rec("a", "rope"), rec("b", "other", conclusion="big lesson", notes="n"),
                rec("c", "x", architecture=["Linear"])]
