@@ -7,7 +7,8 @@ computes their components and scores exactly (`exact`: float64, the same arithme
 `limit=None` takes, so both agree to the last bit — the property tests check it).
 
 What a query can reuse — per-record weightings per query shape, length norms, the approximate step's
-float32 contributions (`contributions`) — is kept per *layout* (a counter that moves with every
+float32 contributions (`contributions`), each query word's key and idf, each result's record's
+components — is kept per *layout* (a counter that moves with every
 update, merge or compaction) and dropped when it moves. So are the answers themselves, for the last
 ANSWERS_KEPT (query, gate) pairs: an editor asks the same question again and again while the pool
 stands — every identifier of one definition hovers with the definition's words — and at 1M records
