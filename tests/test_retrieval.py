@@ -297,6 +297,38 @@ def test_many_small_updates_and_compaction_keep_results_exact():
     assert _scores(index, q) == _scores(list(alive.values()), q)
 
 
+def test_a_results_kept_components_follow_its_record():
+    """`_scored` keeps each result's record's components per slot and layout: a record replaced, and
+    slots renumbered by a compaction, must give the shared components of the record there now."""
+    names = ["Linear", "Conv", "RMSNorm", "Attention"]
+
+    def arch(i):
+        return [names[j] for j in range(4) if i >> j & 1]
+    records = [rec(f"r{i:04d}", f"run {i}", architecture=arch(i)) for i in range(2100)]
+    index = LiveIndex(records)
+    q = RetrievalQuery(text="run", architecture=names, now=NOW, limit=None)
+    assert _scores(index, q) == _scores(records, q)  # every slot's components kept
+    changed = rec("r2099", "run 2099", architecture=["Conv"])
+    index.update(add=[changed])
+    index.update(remove=[r.id for r in records[:1100]])  # past half of the slots dead: compacted
+    left = records[1100:2099] + [changed]
+    assert _scores(index, q) == _scores(left, q)
+    assert only(rank(index, q), "r1100").components.shared_components == ("attention", "rmsnorm")
+
+
+def test_a_words_kept_key_and_idf_follow_the_records():
+    """`_known` keeps each query word's key and idf (or that no record holds it) while the layout
+    stands: records added — one with a word no record held before — must move both."""
+    records = [rec(f"r{i}", f"rope theta {i}", notes="warmup " * (i % 3)) for i in range(40)]
+    index = LiveIndex(records)
+    q = RetrievalQuery(text="rope warmup cosine", now=NOW, limit=None)
+    assert _scores(index, q) == _scores(records, q)  # "cosine": no record holds it
+    added = [rec("n1", "cosine schedule"), rec("n2", "rope cosine warmup")]
+    index.update(add=added)
+    assert _scores(index, q) == _scores(records + added, q)
+    assert only(rank(index, q), "n1").components.matched_terms == ("cosine",)
+
+
 def test_relevant_only_and_min_score_gate():
     records = [rec("a", "rope"), rec("b", "other", conclusion="big lesson", notes="n"),
                rec("c", "x", architecture=["Linear"])]

@@ -23,6 +23,9 @@ STATIC_PARTS_KEPT = 4  # per query shape: the approximate score's query-independ
 PRESENCE_FRACTION = 32  # a component in ≥ 1/32 of the slots is added through a boolean presence vector
 ANSWERS_KEPT = 64  # `rank`'s answers kept per layout (a file's definitions, hovered and lensed: results of a
 # few dozen records each, small beside the index)
+TERMS_KEPT = 1 << 16  # query words whose key and idf are kept per layout (`_known`; emptied past this many)
+RECORD_COMPONENTS_KEPT = 1 << 16  # results' records whose sorted canonical components are kept per layout (`_scored`:
+# a result's shared components without parsing its architecture again; ≈ 0.2 KB each, emptied past this many)
 APPROXIMATIONS_KEPT = 4  # the approximate step's float32 bm25 of every slot, per layout, for this many term
 # lists (4 bytes a slot each: 16 MB at 1M records)
 WARM_SHARE = 4  # `LiveIndex.warm` makes the contributions of the words it is given until the cache holds
