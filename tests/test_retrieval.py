@@ -329,6 +329,24 @@ def test_a_words_kept_key_and_idf_follow_the_records():
     assert only(rank(index, q), "n1").components.matched_terms == ("cosine",)
 
 
+
+def test_the_kept_words_overflowing_lose_no_word_of_the_query_asked(monkeypatch):
+    """When a query's new words would take the kept words past TERMS_KEPT they are emptied: the words
+    this query asks that were kept already must still be answered (a KeyError here failed a request
+    once per overflow), and a query of more new words than the bound keeps none of them."""
+    from soma_lsp.retrieval.index import tuning
+
+    records = [rec(f"r{i}", f"rope theta warmup {i}", notes="cosine decay clip") for i in range(30)]
+    index = LiveIndex(records)
+    monkeypatch.setattr(tuning, "TERMS_KEPT", 3)
+    first = RetrievalQuery(text="rope theta", now=NOW, limit=None)
+    assert _scores(index, first) == _scores(records, first)
+    mixed = RetrievalQuery(text="rope theta warmup cosine", now=NOW, limit=None)  # two kept, two new: 4 > 3
+    assert _scores(index, mixed) == _scores(records, mixed)
+    wide = RetrievalQuery(text="rope theta warmup cosine decay clip", now=NOW, limit=None)
+    assert _scores(index, wide) == _scores(records, wide)
+    assert len(index._per_layout()["terms"]) <= 3
+
 def test_relevant_only_and_min_score_gate():
     records = [rec("a", "rope"), rec("b", "other", conclusion="big lesson", notes="n"),
                rec("c", "x", architecture=["Linear"])]

@@ -146,18 +146,22 @@ class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
         short query's look-up and idf in numpy, a dozen calls on three values, cost ≈ 12 µs of its
         rank, where the editor's questions keep coming back to the same words. The idf is the same
         float whichever terms it is computed with (`terms.idf` is elementwise)."""
-        known_terms = self._per_layout().setdefault("terms", {})  # term → (key, idf), or None
-        new = [term for term in terms if term not in known_terms]
+        kept_terms = self._per_layout().setdefault("terms", {})  # term → (key, idf), or None
+        entries = {term: kept_terms[term] for term in terms if term in kept_terms}
+        new = [term for term in dict.fromkeys(terms) if term not in entries]
         if new:
-            if len(known_terms) + len(new) > tuning.TERMS_KEPT:
-                known_terms.clear()
             found, df = self._terms.keys_of(new), self._terms.doc_freq
             known = found >= 0
             known[known] = df[found[known]] > 0
             keys = found[known]
             made = iter(zip(keys.tolist(), T.idf(len(self._slot_of), df[keys]).tolist()))
-            known_terms.update((term, next(made) if k else None) for term, k in zip(new, known.tolist()))
-        pairs = [(term, found) for term in terms if (found := known_terms[term]) is not None]
+            looked = {term: next(made) if k else None for term, k in zip(new, known.tolist())}
+            entries.update(looked)
+            if len(kept_terms) + len(looked) > tuning.TERMS_KEPT:
+                kept_terms.clear()
+            if len(looked) <= tuning.TERMS_KEPT:
+                kept_terms.update(looked)
+        pairs = [(term, found) for term in terms if (found := entries[term]) is not None]
         return (np.array([key for _, (key, _) in pairs], dtype=np.int64), [term for term, _ in pairs],
                 [idf for _, (_, idf) in pairs])
 
