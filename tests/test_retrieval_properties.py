@@ -298,6 +298,39 @@ def test_a_pruned_cut_is_the_full_cut(records, q, bag, limit, first, blocks, rel
     assert np.all(bound[alive].astype(np.float64) >= score[alive] - eta)
 
 
+
+def test_a_pruned_cut_of_records_alike_gives_up_before_scoring_them_one_by_one():
+    """Records that share one bound (no time, the same components) leave the first read's floor at that
+    bound: every slot reaches it, and scoring them one by one cost ≈ 5× the pass over every slot. Past
+    FEW_SLOTS slots the pruned cut says None before scoring any (every slot is then scored in one pass,
+    as without it): the same ranking."""
+    from soma_lsp.retrieval.index import pruned
+
+    records = [parse_record({"id": f"r{i:04d}", "name": "rope", "architecture": ["Attention", "RMSNorm"]})
+               for i in range(400)]
+    index = LiveIndex(records)
+    resolved = index._resolve(RetrievalQuery(text="rope", architecture=["Attention", "Linear"], limit=5))
+    answers, scored = [], []
+    real_pruned, real_assembled = pruned._PrunedPass._pruned, pruned._PrunedPass._assembled_at
+
+    def spied_pruned(self, *args):
+        answers.append(real_pruned(self, *args))
+        return answers[-1]
+
+    def spied_assembled(self, q, slots, *args):
+        scored.append(len(slots))
+        return real_assembled(self, q, slots, *args)
+
+    with mock.patch.object(tuning, "PRUNED_FIRST", 1), mock.patch.object(tuning, "PRUNED_BLOCKS", 8), \
+            mock.patch.object(tuning, "FEW_SLOTS", 64), \
+            mock.patch.object(approximate._ApproximatePass, "_bag_again", lambda *_: False), \
+            mock.patch.object(pruned._PrunedPass, "_pruned", spied_pruned), \
+            mock.patch.object(pruned._PrunedPass, "_assembled_at", spied_assembled):
+        found = index._candidates(resolved, 5, False, index._approximate(resolved))
+    assert answers == [None] and scored == []
+    with mock.patch.object(pruned._PrunedPass, "_pruned", lambda *_: None):
+        assert found.tolist() == index._candidates(resolved, 5, False, index._approximate(resolved)).tolist()
+
 def test_a_bag_asked_again_keeps_its_structural_term():
     """A bag asked once is pruned (its structural term at a few slots, nothing kept); asked again — a
     file's hovers share its architecture — its structural term is computed at every slot and kept, and

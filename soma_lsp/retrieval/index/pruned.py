@@ -61,10 +61,13 @@ class _PrunedPass:
         if floor == -np.inf:
             return None
         slots = np.flatnonzero(bound >= floor)
+        if slots.size > tuning.FEW_SLOTS:  # many slots share the floor's bound (records alike): no narrowing
+            return None
         score = self._assembled_at(q, slots, lexical, static)
         theta = float(np.partition(score, score.size - limit)[score.size - limit])
         cut = np.float32(theta - 2 * delta - (2 * len(q.bag) + 16) * 2.0 ** -24)
-        if cut < floor:  # slots below the first ones' floor may reach the cut: read them too
+        if cut < floor:  # slots below the first ones' floor may reach the cut — nearly always: read them
+            # too, the first ones again (scoring only the new ones and merging cost as much, measured)
             slots = np.flatnonzero(bound >= cut)
             if slots.size > tuning.FEW_SLOTS:
                 return None
