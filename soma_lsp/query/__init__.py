@@ -36,6 +36,7 @@ core's ``RetrievalQuery``. Callers above never re-tokenise or edit a query.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -196,7 +197,11 @@ def _text(doc, start: int, end: int, text_start: int | None = None,
         words += [w for w in _identifiers(doc.source[ts:end], noise) if w.lower() not in STOP_WORDS]
     else:
         words += _identifiers(doc.masked[ts:end], code_noise(doc.lang))
-        for ps, pe in doc.prose:
+        spans = doc.prose  # sorted and apart (comments and strings do not nest): only the span just
+        # before the first one starting at `ts` may reach into the text (a scan from the file's first
+        # span made lever hubs' text of every definition quadratic in a file's definitions)
+        for k in range(max(0, bisect_left(spans, (ts,)) - 1), len(spans)):
+            ps, pe = spans[k]
             if pe <= ts:
                 continue
             if ps >= end:
