@@ -90,6 +90,11 @@ HUB_WEIGHT = 0.1
 HUB_READ = 30
 
 
+def _record_text(record: Record) -> str:
+    """A record's words as the evidence reads them: name, headline, notes and details, space-joined."""
+    return " ".join(filter(None, (record.name, record.headline, record.notes, record.details)))
+
+
 def hub_shares(index: LiveIndex, ranked: Sequence[ScoredRecord], here: Iterable[str],
                others: Sequence[frozenset[str]], exempt: Sequence[str] = ()) -> dict[str, float]:
     """Record id → the share of the file's other definitions (`others`, their terms: `Hints.others`)
@@ -108,7 +113,7 @@ def hub_shares(index: LiveIndex, ranked: Sequence[ScoredRecord], here: Iterable[
         if not pointed.isdisjoint(scored.components.matched_terms):
             continue
         record = scored.record
-        words = set(tokenize(" ".join(filter(None, (record.name, record.headline, record.notes, record.details)))))
+        words = set(tokenize(_record_text(record)))
         idf = index.idf_of(words)
         mine = math.fsum(idf.get(t, 0.0) for t in words & here)
         if mine > 0.0:
@@ -281,8 +286,7 @@ class _Table:
         number = len(self.ids)
         self.ids.append(record_id)
         self.filed[record_id] = number
-        text = " ".join(filter(None, (record.name, record.headline, record.notes, record.details)))
-        settings = knob_settings(text)
+        settings = knob_settings(_record_text(record))
         for knob, setting in settings.items():
             self.knobs[knob.rsplit(".", 1)[-1]].append((number, setting.value, setting.text))
         stem = name_stem(record.name)
