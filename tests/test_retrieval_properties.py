@@ -299,6 +299,42 @@ def test_a_pruned_cut_is_the_full_cut(records, q, bag, limit, first, blocks, rel
 
 
 
+
+def test_over_a_pool_large_enough_the_pruned_cut_takes_its_own_path_and_is_the_full_cut():
+    """The property test's pools (≤ 96 records) are mostly too small to prune (fewer than 4 slots a
+    block), so here a pool of 3,000 varied records and 40 queries: the pruned cut must answer (not give
+    up) for most of them, and always with the full cut's slots."""
+    import random
+
+    from soma_lsp.retrieval.index import pruned
+
+    rnd = random.Random(5)
+    words = "rope theta warmup cosine decay clip norm swiglu router expert dropout batch seq bf16 head".split()
+    records = [parse_record({
+        "id": f"r{i:05d}", "name": "-".join(rnd.sample(words, 2)), "notes": " ".join(rnd.choices(words, k=12)),
+        "status": rnd.choice(["succeeded", "failed"]), "architecture": rnd.sample(COMPONENTS, rnd.randint(0, 4)),
+        "finished_at": f"2026-{rnd.randint(1, 11):02d}-{rnd.randint(1, 28):02d}T00:00:00Z"}) for i in range(3000)]
+    index = LiveIndex(records)
+    real, answers = pruned._PrunedPass._pruned, []
+
+    def spied(self, *args):
+        answers.append(real(self, *args))
+        return answers[-1]
+
+    for _ in range(40):
+        limit = rnd.choice([1, 5, 10])
+        resolved = index._resolve(RetrievalQuery(text=" ".join(rnd.sample(words, 3)), limit=limit,
+                                                 architecture=rnd.sample(COMPONENTS, 2),
+                                                 now=datetime(2026, 12, 1, tzinfo=timezone.utc)))
+        approximation = index._approximate(resolved)
+        with mock.patch.object(tuning, "PRUNED_BLOCKS", 16), \
+                mock.patch.object(approximate._ApproximatePass, "_bag_again", lambda *_: False):
+            with mock.patch.object(pruned._PrunedPass, "_pruned", spied):
+                found = index._candidates(resolved, limit, False, approximation)
+            with mock.patch.object(pruned._PrunedPass, "_pruned", lambda *_: None):
+                assert found.tolist() == index._candidates(resolved, limit, False, approximation).tolist()
+    assert sum(answer is not None for answer in answers) >= 30
+
 def test_a_pruned_cut_of_records_alike_gives_up_before_scoring_them_one_by_one():
     """Records that share one bound (no time, the same components) leave the first read's floor at that
     bound: every slot reaches it, and scoring them one by one cost ≈ 5× the pass over every slot. Past
