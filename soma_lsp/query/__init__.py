@@ -197,17 +197,23 @@ def _text(doc, start: int, end: int, text_start: int | None = None,
         words += [w for w in _identifiers(doc.source[ts:end], noise) if w.lower() not in STOP_WORDS]
     else:
         words += _identifiers(doc.masked[ts:end], code_noise(doc.lang))
-        spans = doc.prose  # sorted and apart (comments and strings do not nest): only the span just
-        # before the first one starting at `ts` may reach into the text (a scan from the file's first
-        # span made lever hubs' text of every definition quadratic in a file's definitions)
-        for k in range(max(0, bisect_left(spans, (ts,)) - 1), len(spans)):
-            ps, pe = spans[k]
-            if pe <= ts:
-                continue
-            if ps >= end:
-                break
-            words.extend(prose_words(doc.source[max(ps, ts):min(pe, end)]))
+        words += _prose_between(doc, ts, end)
     return terms_text(words)
+
+
+def _prose_between(doc, start: int, end: int) -> list[str]:
+    """The words of the comments and docstrings (`doc.prose`) within [start, end). The spans are sorted
+    and apart (comments and strings do not nest), so only the span just before the first one starting
+    at `start` may reach into it: found by bisection — a scan from the file's first span made lever
+    hubs' text of every definition quadratic in a file's definitions."""
+    spans, words = doc.prose, []
+    for k in range(max(0, bisect_left(spans, (start,)) - 1), len(spans)):
+        ps, pe = spans[k]
+        if ps >= end:
+            break
+        if pe > start:
+            words.extend(prose_words(doc.source[max(ps, start):min(pe, end)]))
+    return words
 
 
 def _bag(doc, start: int, end: int, whole: bool, cls: Definition | None = None) -> dict[str, float]:
@@ -298,12 +304,7 @@ def _description(doc, scope: Definition, text_start: int | None) -> list[str]:
         if doc.masked[starts[r]:starts[r] + len(lines[r])].strip():
             code = starts[r]  # the body's first line of code
             break
-    head = (scope.offsets[0] if text_start is None else text_start, code)
-    words: list[str] = []
-    for ps, pe in doc.prose:
-        if pe > head[0] and ps < head[1]:
-            words.extend(prose_words(doc.source[max(ps, head[0]):min(pe, head[1])]))
-    return words
+    return _prose_between(doc, scope.offsets[0] if text_start is None else text_start, code)
 
 
 #: Lever `hubs`: the definitions a file needs for its other definitions to tell a record about the
