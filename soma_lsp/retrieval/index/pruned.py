@@ -78,9 +78,7 @@ class _PrunedPass:
                       static: np.ndarray) -> np.ndarray:
         """The approximate score at these slots: the floats `_candidates` adds up at every slot, in its
         order (lexical + static + structural)."""
-        score = static[slots] if lexical is None else lexical[slots]
-        if lexical is not None:
-            score += static[slots]
+        score = static[slots] if lexical is None else lexical[slots] + static[slots]
         score += self._structural_term(q, slots)
         return score
 
