@@ -315,12 +315,7 @@ def test_over_a_pool_large_enough_the_pruned_cut_takes_its_own_path_and_is_the_f
         "status": rnd.choice(["succeeded", "failed"]), "architecture": rnd.sample(COMPONENTS, rnd.randint(0, 4)),
         "finished_at": f"2026-{rnd.randint(1, 11):02d}-{rnd.randint(1, 28):02d}T00:00:00Z"}) for i in range(3000)]
     index = LiveIndex(records)
-    real, answers = pruned._PrunedPass._pruned, []
-
-    def spied(self, *args):
-        answers.append(real(self, *args))
-        return answers[-1]
-
+    answers: list = []
     for _ in range(40):
         limit = rnd.choice([1, 5, 10])
         resolved = index._resolve(RetrievalQuery(text=" ".join(rnd.sample(words, 3)), limit=limit,
@@ -329,11 +324,12 @@ def test_over_a_pool_large_enough_the_pruned_cut_takes_its_own_path_and_is_the_f
         approximation = index._approximate(resolved)
         with mock.patch.object(tuning, "PRUNED_BLOCKS", 16), \
                 mock.patch.object(approximate._ApproximatePass, "_bag_again", lambda *_: False):
-            with mock.patch.object(pruned._PrunedPass, "_pruned", spied):
+            with _recording(pruned._PrunedPass, "_pruned", answers):
                 found = index._candidates(resolved, limit, False, approximation)
             with mock.patch.object(pruned._PrunedPass, "_pruned", lambda *_: None):
                 assert found.tolist() == index._candidates(resolved, limit, False, approximation).tolist()
     assert sum(answer is not None for answer in answers) >= 30
+
 
 def test_a_pruned_cut_of_records_alike_gives_up_before_scoring_them_one_by_one():
     """Records that share one bound (no time, the same components) leave the first read's floor at that
@@ -346,26 +342,30 @@ def test_a_pruned_cut_of_records_alike_gives_up_before_scoring_them_one_by_one()
                for i in range(400)]
     index = LiveIndex(records)
     resolved = index._resolve(RetrievalQuery(text="rope", architecture=["Attention", "Linear"], limit=5))
-    answers, scored = [], []
-    real_pruned, real_assembled = pruned._PrunedPass._pruned, pruned._PrunedPass._assembled_at
-
-    def spied_pruned(self, *args):
-        answers.append(real_pruned(self, *args))
-        return answers[-1]
-
-    def spied_assembled(self, q, slots, *args):
-        scored.append(len(slots))
-        return real_assembled(self, q, slots, *args)
-
+    answers: list = []
+    scored: list = []
     with mock.patch.object(tuning, "PRUNED_FIRST", 1), mock.patch.object(tuning, "PRUNED_BLOCKS", 8), \
             mock.patch.object(tuning, "FEW_SLOTS", 64), \
             mock.patch.object(approximate._ApproximatePass, "_bag_again", lambda *_: False), \
-            mock.patch.object(pruned._PrunedPass, "_pruned", spied_pruned), \
-            mock.patch.object(pruned._PrunedPass, "_assembled_at", spied_assembled):
+            _recording(pruned._PrunedPass, "_pruned", answers), \
+            _recording(pruned._PrunedPass, "_assembled_at", scored, lambda args, _: len(args[1])):
         found = index._candidates(resolved, 5, False, index._approximate(resolved))
     assert answers == [None] and scored == []
     with mock.patch.object(pruned._PrunedPass, "_pruned", lambda *_: None):
         assert found.tolist() == index._candidates(resolved, 5, False, index._approximate(resolved)).tolist()
+
+
+def _recording(cls, name: str, seen: list, what=lambda args, answer: answer):
+    """A patch of `cls.name` that answers as it does and appends `what(args, answer)` of each call to `seen`."""
+    real = getattr(cls, name)
+
+    def spy(self, *args):
+        answer = real(self, *args)
+        seen.append(what(args, answer))
+        return answer
+
+    return mock.patch.object(cls, name, spy)
+
 
 def test_a_bag_asked_again_keeps_its_structural_term():
     """A bag asked once is pruned (its structural term at a few slots, nothing kept); asked again — a
