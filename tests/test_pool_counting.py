@@ -110,10 +110,17 @@ def bag(csr, vocabulary: dict[str, int]) -> dict[tuple[str, int], float]:
             for key in range(indptr.size - 1) for i in range(indptr[key], indptr[key + 1])}
 
 
+def count_file(path) -> tuple[CountedLines, tuple[bytes, bytes]]:
+    """Every line of `path` counted in one block, as the child counts a file not cut into parts, and
+    the file's stamp before and after."""
+    (block,) = counting.count_parts(str(path), loader.MAX_JSON_BYTES, iter(()))
+    return block.counted, block.stamps
+
+
 def test_the_child_counts_each_record_as_the_loader_would(tmp_path):
     path = lines_file(tmp_path / "runs.jsonl")
     load = loader.load_file(path)
-    counted, (before, after) = counting.count_file(str(path), loader.MAX_JSON_BYTES)
+    counted, (before, after) = count_file(path)
     assert before == after == loader.stamp_of(os.stat(path))
     wire, stamps = counting.decode(counting.encode(counted, (before, after)))
     assert stamps == (before, after) and list(wire.terms.names) == list(counted.terms.names)
@@ -205,7 +212,7 @@ def test_the_child_bags_an_architecture_unvalidated_as_the_record_s(architecture
 @pytest.mark.parametrize("spoil", [b"", b"SOMACNT1", b"garbage" * 20, "cut", "trailing", "rows"])
 def test_a_malformed_count_is_refused(tmp_path, spoil):
     path = lines_file(tmp_path / "runs.jsonl", 12)
-    data = counting.encode(*counting.count_file(str(path), loader.MAX_JSON_BYTES))
+    data = counting.encode(*count_file(path))
     spoilt = {"cut": data[:-3], "trailing": data + b"\0\0\0\0"}.get(spoil, spoil)
     if spoil == "rows":  # a row past the lines counted
         counted, stamps = counting.decode(data)

@@ -170,13 +170,6 @@ def main() -> None:
     os._exit(0)
 
 
-def count_file(path: str, max_line: int) -> tuple[CountedLines, tuple[bytes, bytes]]:
-    """Every line counted (rows are line numbers; a line that is no record counts as an empty one), and
-    the file's stamp before and after."""
-    (block,) = count_parts(path, max_line, iter(()))
-    return block.counted, block.stamps
-
-
 def count_parts(path: str, max_line: int, ends: Iterator[int], skip_first: bool = False) -> Iterator[Block]:
     """The count of each part of the file, the parts ending at `ends` (as `pool.parts` cuts them;
     rows are the lines of the part, counted from its first), then of the rest of the file.
