@@ -103,7 +103,6 @@ class Levers:
     components: bool = True
     tie_focus: bool = True
     hubs: bool = True
-    learned: bool = True
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

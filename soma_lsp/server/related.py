@@ -36,7 +36,7 @@ from ..pool.commit_ties import CommitTie
 from ..query import ALL_ON, NO_HINTS, Definition, Hints, Levers, find_definition, related as symbols_related
 from ..records import Record
 from ..retrieval import LiveIndex, RetrievalQuery, ScoredRecord, tokenize
-from . import evidence, learned
+from . import evidence
 from .embedder import Similarity
 from .standing import max_lift, standing
 
@@ -192,11 +192,6 @@ def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], 
     capped = len(ranked_all) >= want + len(tied_set) and want > 0
     ranked, labels = arrange(index, query, tied_scored, ranked, gate=unasked and min_terms > 1,
                              levers=levers, hints=hints, order=order)
-    if levers.learned and len(ranked) > 1:
-        query_terms = tokenize(query.text)
-        ranked = learned.reorder(learned.Candidates(
-            ranked, dict(labels), order, frozenset(named), hubs, query_terms, hints,
-            index.idf_of({*query_terms, *hints.focus, *hints.word}), len(index)))
     total = len(tied_scored) + len(ranked)
     if limit is not None:
         ranked = ranked[: max(0, limit - len(tied_scored))]
