@@ -20,6 +20,7 @@ import json
 import os
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -44,7 +45,7 @@ def serve(path: str) -> int:
     def find_related(index, query, tied, **options):
         out = find(index, query, tied, **{**options, "limit": None})  # the command cuts the list itself
         asked = related.ranked_query(index, query, options.get("hints", NO_HINTS), options["levers"])
-        every = index.rank(related._with_limit(asked, None), relevant_only=True)
+        every = index.rank(replace(asked, limit=None), relevant_only=True)
         answer = {"tied": [s.record.id for s in out.tied], "late": [s.record.id for s in out.late],
                   "ranked": [s.record.id for s in out.ranked], "every": [s.record.id for s in every]}
         with open(path, "a", encoding="utf-8") as f:
