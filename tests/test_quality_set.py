@@ -105,6 +105,25 @@ def test_the_scores_follow_their_definitions():
     assert 0.0 < worse < 1.0
 
 
+def test_the_ceiling_places_each_must_see_record_and_reorders_only_the_gated_list():
+    import ceiling
+
+    # a tie first, a late tie after the first ranked record; `m3` only ranked by the core, `m4` nowhere
+    answer = {"tied": ["t"], "late": ["l"], "ranked": ["z", "y", "x", "w", "m1", "m2"],
+              "every": ["z", "y", "x", "w", "m1", "m2", "m3", "t", "l"]}
+    assert ceiling.shown(answer, answer["ranked"])[:4] == ["t", "z", "l", "y"]
+    assert [ceiling.place(r, answer) for r in ("t", "x", "m2", "m3", "m4")] == \
+        ["top 3", "4-5", "gated 6-20", "gated out", "not ranked"]
+    probe = _judged.Probe("w", "p", "f.py", 0, 0, "x", must=("m1", "m2", "m3", "m4"))
+    line = ceiling.row("w", [(probe, answer)])
+    counts, today, best = line.split(" | ")[2:8], line.split(" | ")[8], line.split(" | ")[9]
+    assert counts == ["0", "0", "2", "0", "1", "1"]
+    # today no must-see record is in the top 3; the best order puts m1 first among the ranked records, but
+    # the tie and the late tie keep their places (1st, 3rd): one of three
+    assert today == "0.000 / 0.000"
+    assert best.endswith(f"/ {1 / 3:.3f} |")
+
+
 def test_the_fresh_part_is_all_held_out_and_apart(tmp_path):
     root = tmp_path / "quality"
     shutil.copytree(_judged.QUALITY, root)
