@@ -333,6 +333,14 @@ def test_on_a_definitions_name_line_its_description_joins_the_line():
     assert undocumented.hints.focus == ("forward", "drop", "wq")
 
 
+def test_on_name_is_the_definitions_own_name_on_its_name_line():
+    """Lever `named` stays off on a definition's own name: the whole definition is asked there."""
+    source = "def drop_path(x, drop_prob=0.0):\n    keep = 1 - drop_prob\n    return x * keep\n"
+    assert at("drop_path", source=source).hints.on_name
+    assert not at("drop_prob=", source=source).hints.on_name  # a default on the name line: that setting
+    assert not at("keep = 1", source=source).hints.on_name
+
+
 def test_a_functions_name_line_asks_what_it_does_not_what_it_takes():
     """`def knn_classifier(train_features, train_labels, test_features, num_classes=1000):` — its inputs
     are what the file's other definitions take too; its defaults are the settings it takes; its returns

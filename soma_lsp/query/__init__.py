@@ -96,7 +96,9 @@ class Hints:
     of each other definition of the file, for a definition find-related asks from a position in a file of at
     least `HUB_DEFINITIONS` definitions (lever `hubs`: a record overlapping most of them is about the file;
     not for a hover, which is latency-bound: the terms of every definition cost the first hover after an
-    edit of a 1,500-line file 17 ms more, 30 → 48 ms)."""
+    edit of a 1,500-line file 17 ms more, 30 → 48 ms), ``on_name`` whether the word under the cursor is the
+    scope's own name on its name line (lever `named` stays off there: the whole definition is asked, and its
+    name's terms are the line's already)."""
 
     focus: tuple[str, ...] = ()
     settings: tuple[tuple[str, str, str], ...] = ()
@@ -107,6 +109,7 @@ class Hints:
     reads: tuple[str, ...] = ()
     body_reads: tuple[str, ...] = ()
     others: tuple[frozenset[str], ...] = ()
+    on_name: bool = False
 
     @property
     def near(self) -> tuple[str, ...]:
@@ -622,7 +625,8 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
                       (index.position(start), index.position(end)), doc.lang, word_range, _ask(text, word),
                       hints=Hints(focus, settings, groups, tuple(tokenize(word)) if word else (),
                                   in_body=bool(focus) and scope_def is not None and not on_name_line,
-                                  knob=knob, reads=reads, body_reads=whole, others=others))
+                                  knob=knob, reads=reads, body_reads=whole, others=others,
+                                  on_name=on_name_line and word == scope_def.name))
 
 
 __all__ = [

@@ -61,7 +61,9 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
 * `named` — in find-related (asked, not a hover), a run whose name holds the word under the cursor
   (`gelu-tanh-approximation` for `gelu`; `groupnorm-16-groups` for `GroupNorm`, its parts as one
   word) passes the score gate and moves up by `evidence.NAME_BONUS`: teams name a run after what it
-  changed.
+  changed. Not for a definition's own name on its name line: there the whole definition is asked, its
+  name's terms are the line's already, and a run named after a part of it (`actor-head-init` at `class
+  Actor`, `layernorm-in-actor`) is no more about it than its ranking says.
 * `forms` — a word near the cursor (its line, the word under it) that no record spells as the code
   does is asked in the pool's spellings of it too (`initializer` → `initialised`, `normalize` →
   `normalisation`; `word_forms`, a handful of English suffixes and -ise/-ize). Expanding every
