@@ -317,7 +317,7 @@ def _what_it_does(doc, scope: Definition, line: tuple[str, ...], text_start: int
     drop path is — the names of its inputs (`x`, `images`, `train_features`, `masks`) are what the file's
     other definitions take too, and brought the scope's other runs first; `return x.div(keep_prob) *
     random_tensor` says what it computes. The parameters with a default stay: the settings it takes, what a
-    run changes in it (docs/benchmarks.md § Quality, tries 150, 158, 230)."""
+    run changes in it (docs/benchmarks.md § Quality, tries 150, 158, 232–234)."""
     said = _description(doc, scope, text_start)
     if scope.kind == "class" or doc.lang != "python":
         return tuple(dict.fromkeys((*line, *terms_text(said).split())))
