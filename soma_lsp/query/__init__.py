@@ -314,8 +314,9 @@ def _what_it_does(doc, scope: Definition, line: tuple[str, ...], text_start: int
     """The terms of a definition's own name line (lever `cursor`): what the definition is and does — its
     signature's terms but its inputs' names, the words it says of itself (`_description`) and, for a Python
     function, what it returns (`_returned`). A hover on `def drop_path(x, drop_prob, training):` asks what
-    drop path is — the names of its inputs (`x`, `images`, `train_features`, `masks`) are what the file's
-    other definitions take too, and brought the scope's other runs first; `return x.div(keep_prob) *
+    drop path is — the names of its inputs (`x`, `images`, `train_features`, `masks`) say what it takes,
+    words the runs about the file's other parts hold too, and brought the scope's other runs first (only
+    the inputs another definition of the file takes left out, try 241, did less); `return x.div(keep_prob) *
     random_tensor` says what it computes. The parameters with a default stay: the settings it takes, what a
     run changes in it (docs/benchmarks.md § Quality, tries 150, 158, 232–234)."""
     said = _description(doc, scope, text_start)
