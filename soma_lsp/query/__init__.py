@@ -36,7 +36,7 @@ core's ``RetrievalQuery``. Callers above never re-tokenise or edit a query.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -356,7 +356,11 @@ _KEYWORD = re.compile(r"\b[A-Za-z_]\w*\s*=(?!=)")  # a call's `dim=-1`: how it i
 def _returned(doc, scope: Definition) -> list[str]:
     """The identifiers of a Python function's `return` statements (each followed over the lines its
     brackets hold), but its calls' keyword names and the definitions nested in it: what it computes."""
-    nested = [d.range for d in doc.defs if d is not scope and scope.range[0] <= d.range[0] and d.range[1] <= scope.range[1]]
+    begins = doc.memo.get("definition_starts")
+    if begins is None:  # (the definitions are in source order: those within a scope follow it)
+        begins = doc.memo["definition_starts"] = [d.range[0] for d in doc.defs]
+    inner = doc.defs[bisect_right(begins, scope.range[0]):bisect_right(begins, scope.range[1])]
+    nested = [d.range for d in inner if d.range[1] <= scope.range[1]]
     lines, starts, words = doc.index.lines, doc.index.starts, []
     for row in range(scope.name_range[0][0] + 1, min(scope.range[1][0] + 1, len(lines))):
         found = _RETURN.match(doc.masked, starts[row])
