@@ -279,6 +279,8 @@ def test_a_run_named_after_the_word_under_the_cursor_passes_the_gate_when_asked(
     assert "gelu" not in ids(find_related(idx, ask, (), min_score=0.5, limit=None, hints=pointed,
                                           levers=replace(ALL_ON, named=False)))
     assert "gelu" not in ids(find_related(idx, ask, (), min_score=0.5, limit=None, hints=pointed, unasked=True))
+    on_its_name = Hints(word=("gelu",), on_name=True)  # `def gelu(x):` asked on its name line
+    assert "gelu" not in ids(find_related(idx, ask, (), min_score=0.5, limit=None, hints=on_its_name))
 
 
 def test_names_the_word_asks_for_every_part_of_it():

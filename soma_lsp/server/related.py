@@ -173,7 +173,8 @@ def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], 
     ranked_all = index.rank(_with_limit(query, max(want, read) + len(tied_set)), relevant_only=True,
                             min_score=floor)
     pointed = hints.word if levers.cursor and not unasked else ()
-    named = {s.record.id for s in ranked_all if evidence.names_the_word(s.record, pointed)} if levers.named else set()
+    named = {s.record.id for s in ranked_all if evidence.names_the_word(s.record, pointed)} \
+        if levers.named and not hints.on_name else set()
 
     def stands(s: ScoredRecord) -> float:
         return standing(s, levers.dead_ends, levers.old_runs)
