@@ -36,7 +36,7 @@ core's ``RetrievalQuery``. Callers above never re-tokenise or edit a query.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -310,67 +310,6 @@ def _description(doc, scope: Definition, text_start: int | None) -> list[str]:
     return _prose_between(doc, scope.offsets[0] if text_start is None else text_start, code)
 
 
-def _what_it_does(doc, scope: Definition, line: tuple[str, ...], text_start: int | None) -> tuple[str, ...]:
-    """The terms of a definition's own name line (lever `cursor`): what the definition is and does — its
-    signature's terms but its inputs' names, the words it says of itself (`_description`) and, for a Python
-    function, what it returns (`_returned`). A hover on `def drop_path(x, drop_prob, training):` asks what
-    drop path is — the names of its inputs (`x`, `images`, `train_features`, `masks`) say what it takes,
-    words the runs about the file's other parts hold too, and brought the scope's other runs first (only
-    the inputs another definition of the file takes left out, try 241, did less); `return x.div(keep_prob) *
-    random_tensor` says what it computes. The parameters with a default stay: the settings it takes, what a
-    run changes in it (docs/benchmarks.md § Quality, tries 150, 158, 232–234)."""
-    said = _description(doc, scope, text_start)
-    if scope.kind == "class" or doc.lang != "python":
-        return tuple(dict.fromkeys((*line, *terms_text(said).split())))
-    inputs = set(terms_text(_inputs(doc, scope)).split()) - set(terms_text([scope.name]).split())
-    does = terms_text(said + _returned(doc, scope)).split()
-    return tuple(dict.fromkeys((*(t for t in line if t not in inputs), *does)))
-
-
-_DEFAULT = re.compile(r"(?<![=<>!])=(?!=)")
-_PARAMETER = re.compile(r"\s*\**\s*([A-Za-z_]\w*)")
-
-
-def _inputs(doc, scope: Definition) -> list[str]:
-    """The parameters without a default of a Python function's signature (`self`, `x`, `images`, `*args`):
-    its parameter list read from the masked source, split at its own commas."""
-    masked, end = doc.masked, scope.offsets[1]
-    at = masked.find("(", doc.index.offset(scope.name_range[1]), end)
-    if at < 0:
-        return []
-    parts, depth, start = [], 0, at
-    for i in range(at, end):
-        depth += (masked[i] in _OPEN) - (masked[i] in _CLOSE)
-        if depth == 0 or (depth == 1 and masked[i] == ","):
-            parts.append(masked[start + 1:i])
-            start = i
-            if depth == 0:
-                break
-    return [m.group(1) for p in parts if (m := _PARAMETER.match(p)) and not _DEFAULT.search(p)]
-
-
-_RETURN = re.compile(r"[ \t]*return\b")
-_KEYWORD = re.compile(r"\b[A-Za-z_]\w*\s*=(?!=)")  # a call's `dim=-1`: how it is called, not what
-
-
-def _returned(doc, scope: Definition) -> list[str]:
-    """The identifiers of a Python function's `return` statements (each followed over the lines its
-    brackets hold), but its calls' keyword names and the definitions nested in it: what it computes."""
-    begins = doc.memo.get("definition_starts")
-    if begins is None:  # (the definitions are in source order: those within a scope follow it)
-        begins = doc.memo["definition_starts"] = [d.range[0] for d in doc.defs]
-    inner = doc.defs[bisect_right(begins, scope.range[0]):bisect_right(begins, scope.range[1])]
-    nested = [d.range for d in inner if d.range[1] <= scope.range[1]]
-    lines, starts, words = doc.index.lines, doc.index.starts, []
-    for row in range(scope.name_range[0][0] + 1, min(scope.range[1][0] + 1, len(lines))):
-        found = _RETURN.match(doc.masked, starts[row])
-        if found and not any(a[0] <= row <= b[0] for a, b in nested):
-            last = row + _statement_lines(doc, row).count("\n")
-            code = _KEYWORD.sub(" ", doc.masked[found.end():starts[last] + len(lines[last])])
-            words += _identifiers(code, code_noise(doc.lang))
-    return words
-
-
 #: Lever `hubs`: the definitions a file needs for its other definitions to tell a record about the
 #: whole file from one about the scope asked.
 HUB_DEFINITIONS = 3
@@ -607,8 +546,8 @@ def _build_query(source: str, path: str, position, selection, scope, levers: Lev
     focus = tuple(terms_text(names).split())  # the terms of the cursor's own line
     text, groups = _near_aliases(_text(doc, start, end, text_start, scope_def if basis == "definition" else None),
                                  focus, word, names, levers)
-    if focus and on_name_line:  # what the definition is and does, not what it takes
-        focus = _what_it_does(doc, scope_def, focus, text_start)
+    if focus and on_name_line:  # the definition's own words of what it does join its signature's
+        focus = tuple(dict.fromkeys((*focus, *terms_text(_description(doc, scope_def, text_start)).split())))
     owner = _class_of(doc, scope_def)
     cls = owner if levers.class_bag and basis == "definition" else None
     arch = _bag(doc, start, end, whole=basis == "file", cls=cls)

@@ -18,9 +18,7 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   settings its `__init__` takes (`n_mels=80, hop_length=160`) are of the line too: what a run changes
   in a class; and on any definition's name line, the words it says of itself (its docstring, the
   comments before its first line of code and right above it): the signature names what it takes,
-  its description what it does — and of a function's signature its inputs (the parameters without a
-  default: `images`, `train_features`) are no terms of the line, what it returns is (`return
-  x.div(keep_prob) * random_tensor`): a hover on a name asks what the definition is and does. A line that opens brackets it does not close (`param_dicts = [`) holds the lines up to
+  its description what it does. A line that opens brackets it does not close (`param_dicts = [`) holds the lines up to
   the one that closes them: one statement.
 * `class_bag` — a method's component bag is its class's (`__init__`, `setup`, `build`, `@compact`
   all build the parts `forward`/`__call__`/`call` use), and a class's own name and bases join it.
