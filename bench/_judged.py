@@ -23,14 +23,15 @@ WORKSPACES = ("llm_torch", "vit_flax", "ppo_keras")
 #: The fresh part: workspaces written and judged after the levers were tuned, every probe held out and
 #: reported on its own (`fresh`), so that a lever fitted to the first set shows whether it generalises.
 FRESH = ("neox_torch", "ppo_jax", "unet_hydra", "asr_lightning", "detr_torch", "sac_flax", "mixtral_sft",
-         "dinov2_torch", "rainbow_haiku", "convnext_timm", "speedrun_gpt", "iql_d4rl")
+         "dinov2_torch", "rainbow_haiku", "convnext_timm", "speedrun_gpt", "iql_d4rl", "segformer_mmseg")
 #: The fresh workspaces no lever has been fitted to (a subset of FRESH): once a fresh workspace's misses
 #: are read to find a lever it is tune data, reported as `fresh`; these are reported as `untouched`.
 #: `rainbow_haiku`, `convnext_timm` and `speedrun_gpt` since the twelfth round: each written apart (branches
 #: `judge10`, `judge11`, `judge12`) while `dinov2_torch`'s misses were read, which made that one tune data —
 #: RL in JAX, vision in PyTorch and an LLM in PyTorch, as the unseen set has them; `iql_d4rl` (branch `judge13`)
-#: a second RL-in-JAX check, the unseen set's weakest part.
-UNTOUCHED = ("rainbow_haiku", "convnext_timm", "speedrun_gpt", "iql_d4rl")
+#: a second RL-in-JAX check, the unseen set's weakest part; `segformer_mmseg` (branch `judge14`) a second
+#: vision-in-PyTorch check, semantic segmentation.
+UNTOUCHED = ("rainbow_haiku", "convnext_timm", "speedrun_gpt", "iql_d4rl", "segformer_mmseg")
 ANCHOR = datetime(2026, 12, 1, tzinfo=timezone.utc)
 KINDS = ("paraphrase", "old-dead-end", "knob", "sibling", "plain")
 OLD = timedelta(days=182)  # "older than 6 months", for the `old-dead-end` kind
