@@ -15,8 +15,8 @@ from soma_lsp.records import parse_record
 from soma_lsp.retrieval import LiveIndex, RetrievalQuery
 from soma_lsp.server.evidence import (focus_order, name_stem, names_only, names_the_word, off_the_line, with_forms,
                                       word_spellings)
-from soma_lsp.server.related import Tied, find_related
-from soma_lsp.server.standing import DEAD_END_SHARE, OLD_RUN_SHARE, lift
+from soma_lsp.server.related import REACH, Related, Tied, find_related, reach, worth_a_lens
+from soma_lsp.server.standing import DEAD_END_SHARE, OLD_RUN_SHARE, lift, standing
 
 NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
 OFF = Levers(**{name: False for name in Levers.names()})
@@ -553,3 +553,27 @@ def test_a_matchs_strength_does_not_depend_on_the_order_a_set_gives_its_terms():
     printed = {subprocess.run([sys.executable, "-c", STRENGTH_IN_A_CHILD], capture_output=True, text=True, check=True,
                               env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout.strip() for seed in range(8)}
     assert printed == {repr(math.fsum((1e16, 1.0, 1.0, 1.0, 1.0, 3.0, 0.5)))}
+
+
+def test_an_asked_list_reads_the_gate_lower_and_a_lens_does_not_show_for_what_it_reached():
+    """Lever `reach` (docs/spec.md §3.5): find-related on a document reads `hover.minScore` less
+    `REACH`, so an old run matching five words of the scope at a standing of 0.47 is listed; a hover
+    does not read lower, nor does a lens show for such a record alone."""
+    idx = with_fillers([
+        {"id": "crops", "name": "dino-global-crops-scale", "finished_at": "2026-11-10T00:00:00Z",
+         "conclusion": "global crops between 0.32 and 1 of the image", "notes": "global_crops_scale=0.32"},
+        {"id": "local", "name": "eight-small-views", "finished_at": "2024-06-01T00:00:00Z",
+         "conclusion": "eight small views per image besides the two large ones",
+         "notes": "local_crops_number=8 at size 98"},
+    ])
+    ask = query("data augmentation dino global crops scale local crops number size image")
+    local = idx.score(ask, ["local"])[0]
+    assert 0.5 - REACH <= standing(local, True, True) < 0.5 and len(local.components.matched_terms) == 5
+    asked = find_related(idx, ask, (), min_score=0.5, limit=None, reach=reach(ALL_ON))
+    assert ids(asked) == ["crops", "local"] and asked.reached == {"local"}
+    assert ids(find_related(idx, ask, (), min_score=0.5, limit=None, reach=reach(replace(ALL_ON, reach=False)))) \
+        == ["crops"]
+    assert ids(find_related(idx, ask, (), min_score=0.5, limit=None, unasked=True)) == ["crops"]  # a hover
+    alone = Related(tied=(), ranked=(local,), total=1, capped=False)
+    assert worth_a_lens(idx, alone, levers=ALL_ON, hints=Hints())  # five rare words: strong, were it at the gate
+    assert not worth_a_lens(idx, replace(alone, reached=frozenset({"local"})), levers=ALL_ON, hints=Hints())

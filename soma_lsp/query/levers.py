@@ -83,6 +83,13 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   or word (a run tied to the enclosing class, about another part of it) is shown after the top
   ranked record, not before, and its siblings after that record's (`related.late_ties`). On the
   definition's own name line every tie to it is about what is asked, and stays first.
+* `reach` — what is asked on a document (find-related, and a lens's count, which is that list's
+  length) lets a *strong* ranked record (the strength gate's summed idf of its matched words) through
+  when it stands up to `related.REACH` under `hover.minScore`: a record matching several rare words of
+  the scope at 0.4–0.5 (an old run, a terse note) still bears on this code, and the user asked. Hovers
+  do not reach, and a lens shows only for a tie or a strong record at `hover.minScore`: what is shown
+  unasked stays as quiet. The evidence rule stays: a single shared word, however rare, brought in more
+  coincidences than must-see records.
 """
 
 from __future__ import annotations
@@ -105,6 +112,7 @@ class Levers:
     components: bool = True
     tie_focus: bool = True
     hubs: bool = True
+    reach: bool = True
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

@@ -15,6 +15,14 @@ builder, never a feature or the session.
   lexical = 1 however weak it is in absolute terms (one shared word such as `load` or `torch`);
   the evidence rule keeps such single-word coincidences out of hovers and lenses. A text given
   explicitly (the command's `text` alone) needs one matched term, as the core's gate says.
+* **Reach** (lever `reach`): what is asked on a document — find-related, and the lens's count, which is
+  the length of that list — lets a ranked record standing up to `REACH` under `hover.minScore` through
+  when it is strong (`evidence.strong`, the strength gate's summed idf): a record matching several rare
+  words of the scope at 0.4–0.5 (an old run, a terse note) is still about this code, and the user asked;
+  one matching a word or two that many records hold is not. What is shown unasked stays as it was: a
+  hover does not reach, and a lens shows only when a tie or a record at `hover.minScore` is strong
+  (`worth_a_lens` skips `Related.reached`). The evidence rule is not relaxed: one shared word, however
+  rare, let in more coincidences than must-see records (docs/benchmarks.md § Quality, 250–255).
 * **Ties**: records whose `code` ties name this file and point at the scope — the definition itself,
   one it encloses or that encloses it (`Class` for `Class.method`) — and records tied to such a
   definition through the commit they ran at (`pool.commit_ties`; a written `code` tie wins when a
@@ -47,6 +55,11 @@ MIN_MATCHED_TERMS = 2
 COUNT_CAP = 200
 #: … and a hover's "N more related" (a hover is latency-bound: every result read is built).
 HOVER_COUNT_CAP = 50
+#: How far under `hover.minScore` a strong record passes the gate of an asked list (lever `reach`; on the
+#: eleven read workspaces 0.10 / 0.20 lifted R@3 by 1.83 / 1.33 probes, 0.20 one down; without the strength
+#: condition 0.10 / 0.15 lifted it as much but listed 22 / 25 more records at the 31 quiet probes, against
+#: 5 with it; docs/benchmarks.md § Quality, 251 and 254).
+REACH = 0.10
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +74,7 @@ class Related:
     commits: Mapping[str, CommitTie] = field(default_factory=dict)  # record id → its tie through a commit
     labels: tuple[tuple[str, str], ...] = ()  # (record id, why it is shown) from `evidence`
     late: tuple[ScoredRecord, ...] = ()  # tied records shown after the first ranked one
+    reached: frozenset[str] = frozenset()  # ranked record ids standing under `hover.minScore` (lever `reach`)
 
     def shown(self, limit: int | None = None) -> list[tuple[ScoredRecord, bool]]:
         """The first `limit` results (None: all) as (scored, tied)."""
@@ -134,6 +148,12 @@ def has_evidence(scored: ScoredRecord, min_terms: int, pointed: Sequence[str] = 
             or not set(pointed).isdisjoint(parts.matched_terms))
 
 
+def reach(levers: Levers) -> float:
+    """How far under `hover.minScore` a strong record passes in a list asked on a document (find-related,
+    a lens's count): `REACH` with lever `reach`, else 0."""
+    return REACH if levers.reach else 0.0
+
+
 def ranked_query(index: LiveIndex, query: RetrievalQuery, hints: Hints, levers: Levers) -> RetrievalQuery:
     """The query `find_related` ranks with: with lever `forms`, the built query plus the pool's
     spellings of the words near the cursor that it does not hold as written (`evidence.with_forms`) —
@@ -144,7 +164,7 @@ def ranked_query(index: LiveIndex, query: RetrievalQuery, hints: Hints, levers: 
 def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], *, min_score: float,
                  limit: int | None, count: bool = True, min_terms: int = MIN_MATCHED_TERMS,
                  count_cap: int = COUNT_CAP, levers: Levers = ALL_ON, hints: Hints = NO_HINTS,
-                 unasked: bool = False, similarity: Similarity | None = None) -> Related:
+                 unasked: bool = False, similarity: Similarity | None = None, reach: float = 0.0) -> Related:
     """Ties first (scored with the same query), then the gated ranking without them, arranged by
     the levers' evidence (`arrange`, with the built query's `hints`).
 
@@ -154,6 +174,8 @@ def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], 
     (`late_ties`) is shown after the first ranked record (`Related.late`), not before it.
     `unasked`: for a hover, which must stay quiet where nothing relates: the strength gate drops weak
     ranked records there (lever `strength`), not from find-related (lenses: `worth_a_lens`).
+    `reach`: how far under `min_score` a strong ranked record still passes (asked on a document, lever
+    `reach`: `reach(levers)`); those that stand under `min_score` are `Related.reached`.
     `limit` bounds what is returned (None: everything up to COUNT_CAP); with `count`, the gated
     ranking is read to `count_cap` to say how many there are in all. The gated ranking is ordered by
     standing, plus (lever `components`) `evidence.COMPONENT_BONUS` × its structural term, plus the
@@ -169,7 +191,8 @@ def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], 
     want = count_cap if (count or limit is None) else max(0, limit - len(tied_scored))
     read = count_cap if levers.strength and unasked else want  # the strength gate may drop some: read on
     lifted = levers.dead_ends or levers.old_runs or levers.named
-    floor = max(0.0, min_score - max_lift(query.weights)) if lifted and min_score > 0 else min_score
+    gate = max(0.0, min_score - reach)
+    floor = max(0.0, gate - max_lift(query.weights)) if lifted and gate > 0 else gate
     ranked_all = index.rank(_with_limit(query, max(want, read) + len(tied_set)), relevant_only=True,
                             min_score=floor)
     pointed = hints.word if levers.cursor and not unasked else ()
@@ -178,8 +201,18 @@ def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], 
 
     def stands(s: ScoredRecord) -> float:
         return standing(s, levers.dead_ends, levers.old_runs)
+    idf: dict[str, float] = {}
+
+    def reaches(s: ScoredRecord) -> bool:  # under `min_score`, within `reach`, and strong (the idf of its words)
+        if stands(s) < gate:
+            return False
+        if not idf:
+            idf.update(index.idf_of(t for r in ranked_all for t in r.components.matched_terms))
+        return evidence.strong(s, idf, hints.aliases, n_records=len(index))
     ranked = [s for s in ranked_all if s.record.id not in tied_set and has_evidence(s, min_terms, pointed)
-              and (stands(s) >= min_score or s.record.id in named)]
+              and (stands(s) >= min_score or s.record.id in named or (reach and reaches(s)))]
+    reached = frozenset(s.record.id for s in ranked if stands(s) < min_score and s.record.id not in named) \
+        if reach else frozenset()
     bonus = similarity(ranked) if similarity is not None else {}
     hubs = evidence.hub_shares(index, ranked, here, hints.others, hints.word) if here else {}
 
@@ -199,13 +232,14 @@ def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], 
     late = late_ties(tied_scored, levers, hints) if ranked else []
     first = [s for s in tied_scored if s not in late]
     commits = {t.record.id: t.commit for t in tied if t.commit is not None}
-    return Related(tuple(first), tuple(ranked), total, capped, commits, labels, tuple(late))
+    return Related(tuple(first), tuple(ranked), total, capped, commits, labels, tuple(late), reached)
 
 
 def worth_a_lens(index: LiveIndex, related: Related, *, levers: Levers, hints: Hints) -> bool:
     """Whether a definition gets a lens: something related, and with lever `strength` something
-    strong — a tie, a same-setting record, or a ranked record that passes the strength gate. The
-    lens's count stays that of find-related at its position (spec §4.3); only whether it shows moves."""
+    strong — a tie, a same-setting record, or a ranked record at `hover.minScore` (not one the lever
+    `reach` brought in) that passes the strength gate. The lens's count stays that of find-related at
+    its position (spec §4.3); only whether it shows moves."""
     if not related or not levers.strength or related.tied or related.late:
         return bool(related)
     if any(label.startswith("same setting") for _, label in related.labels):
@@ -213,7 +247,7 @@ def worth_a_lens(index: LiveIndex, related: Related, *, levers: Levers, hints: H
     idf = index.idf_of(t for s in related.ranked for t in s.components.matched_terms)
     labelled = dict(related.labels)
     return any(evidence.strong(s, idf, hints.aliases, n_records=len(index))
-               for s in related.ranked if s.record.id not in labelled)
+               for s in related.ranked if s.record.id not in labelled and s.record.id not in related.reached)
 
 
 def late_ties(tied: Sequence[ScoredRecord], levers: Levers, hints: Hints) -> list[ScoredRecord]:
