@@ -134,3 +134,52 @@ async def test_no_knob_warning_with_the_lever_off(start_session, preset, tmp_pat
     uri = session.open("args.py")
     found = await session.diagnostics(uri)
     assert not [d for d in found if "same setting" in d.message]
+
+
+OPTIM = '''from dataclasses import dataclass
+
+
+@dataclass
+class AdamWArgs:
+    lr: float = 3e-4
+    betas: tuple = (0.9, 0.95)
+    weight_decay: float = 0.1
+'''
+
+BETAS_POOL = '''- id: exp-0400
+  name: adamw-betas-095-1b
+  status: failed
+  finished_at: 2025-03-01T00:00:00Z
+  conclusion: beta2 of 0.95 spikes the loss of the 1B model at step 20k
+  notes: "betas: [0.9,0.95] lr=3e-4"
+- id: exp-0401
+  name: adamw-betas-0999-1b
+  status: succeeded
+  finished_at: 2025-03-02T00:00:00Z
+  conclusion: the default beta2 trains the 1B model without spikes
+  notes: betas=(0.9, 0.999) lr=3e-4
+'''
+
+
+async def test_a_tuple_setting_matches_a_record_that_wrote_it_as_a_list(start_session, preset, tmp_path):
+    """`betas: tuple = (0.9, 0.95)` in code, `betas: [0.9,0.95]` in a run's notes and in a YAML: one
+    setting — the hover's first run, and the dead end's warning on each line that sets it."""
+    root = small_workspace(tmp_path / "betas", BETAS_POOL, {"optim.py": OPTIM,
+                                                           "train.yaml": "optim:\n  betas: [0.9, 0.95]\n  lr: 1e-3\n"})
+    session = await start_session(preset, workspace=root)
+    uri = session.open("optim.py")
+    line, col = session.line_of("optim.py", "betas")
+    hover = await session.hover(uri, line, col + 2)
+    first, second = hover.contents.value.split("\n\n---\n\n")[:2]
+    assert "exp-0400" in first and "same setting: betas = [0.9,0.95]" in first
+    assert "exp-0401" in second and "same knob: betas = (0.9, 0.999) (here (0.9, 0.95))" in second
+
+    def warnings(found):
+        return [d for d in found if d.source == "soma" and "same setting" in d.message]
+
+    [warning] = warnings(await session.diagnostics(uri, lambda d: bool(warnings(d))))
+    assert warning.code == "exp-0400" and warning.message.endswith("· same setting: betas = [0.9,0.95]")
+    assert (warning.range.start.character, warning.range.end.character) == (col, col + len("betas: tuple = (0.9, 0.95)"))
+    config = session.open("train.yaml", language="yaml")
+    assert [(d.range.start.line, d.code) for d in warnings(await session.diagnostics(
+        config, lambda d: bool(warnings(d))))] == [(1, "exp-0400")]

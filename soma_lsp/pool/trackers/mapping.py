@@ -132,5 +132,8 @@ def _number(text: str) -> float | str:
 
 
 def _word(value: Any) -> str:
-    """A param or config value as one word of text: `lr=0.0003`, `layers=[4, 8]` loses its spaces."""
-    return "".join(str(value).split()) if not isinstance(value, str) else "_".join(value.split()) or '""'
+    """A param or config value as one word of text: `lr=0.0003`, `layers=[4, 8]` loses its spaces, as
+    does a list MLflow kept as a string (`betas=(0.9, 0.95)`, a setting `soma_lsp.knobs` reads)."""
+    if not isinstance(value, str) or value[:1] in ("[", "(") and value[-1:] in ("]", ")"):
+        return "".join(str(value).split())
+    return "_".join(value.split()) or '""'
