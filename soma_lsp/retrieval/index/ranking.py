@@ -90,7 +90,7 @@ class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
         shapes (words or not, a component bag or not, `now`, weights, half-life): the length norms,
         the segments' posting samples, the presence vectors of the common components (a byte a slot
         each, ≈ 60 MB at 1M records: otherwise made by the structural term of the first bags that
-        name them, 5–15 ms of a big scope's first hover), and each shape's per-record weighting and
+        name them, 5–15 ms of a big scope's first hover) and their bit planes (`planes`), and each shape's per-record weighting and
         static part for its `now`; then the approximate step's contributions of the words of `texts`,
         in their order — the questions about to be asked (the server gives the hovers of the open
         documents' definitions): a word new to the layout costs a query ≈ 2.6 ns of CPU a posting, at
@@ -110,7 +110,7 @@ class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
         presence = [lambda key=key: self._presence(key) for key in common.tolist()]
         words = [lambda key=key, idf_t=idf_t: self._made_ahead(key, idf_t) for key, idf_t in zip(keys.tolist(), idf)]
         for step in (self._length_norm, self._length_norm32, self._dense_fraction, self._dead,
-                     *(s._sampled for s in segments), *presence, *shapes, *words):
+                     *(s._sampled for s in segments), *presence, self._planes, *shapes, *words):
             with self._lock:
                 if self._layout != layout:
                     return
