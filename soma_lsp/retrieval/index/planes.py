@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .resolved import _Query
 
 BITS = 64  # components a plane holds: one uint64 word a slot
+_BIT = np.left_shift(np.uint64(1), np.arange(BITS, dtype=np.uint64))  # each bit's word
 
 
 class _ComponentPlanes:
@@ -63,9 +64,10 @@ class _ComponentPlanes:
 
     def _planes(self) -> tuple[list[np.ndarray], dict[int, tuple[int, int]]]:
         """The bit planes (up to PLANES of them, 8 bytes a slot each) and, per component holding a bit,
-        its bit and its largest count; per layout. Built with one `bincount` per plane and half-word —
-        each slot's bits are distinct (a slot's postings are in one segment, once per component), so
-        their sum is their `or`, exact in float64 for 32 bits."""
+        its bit and its largest count; per layout. Built with one `add.at` per plane — each slot's bits
+        are distinct (a slot's postings are in one segment, once per component), so their sum is their
+        `or` (`add.at`: 30 ms for 6M random postings, where `bitwise_or.at` took 130 and a float64
+        `bincount` per half-word 330). 15 ms at 100k records, 4 planes (the presence vectors: 3.5)."""
         kept = self._per_layout()
         if "planes" not in kept:
             kept["planes"] = self._made_planes()
@@ -91,13 +93,10 @@ class _ComponentPlanes:
         if bits:
             posted_all, counts_all, at_all = np.concatenate(posted), np.concatenate(counts), np.concatenate(at)
             for j in range(min(tuning.PLANES, max(top for _, top in bits.values()))):
-                more = counts_all > j  # the postings counting their component more than j times
-                posted_all, counts_all, at_all = posted_all[more], counts_all[more], at_all[more]
+                if j:  # the postings counting their component more than j times (every one: more than 0)
+                    more = np.flatnonzero(counts_all > j)  # (`take` at indices: a third of a mask's time)
+                    posted_all, counts_all, at_all = posted_all.take(more), counts_all.take(more), at_all.take(more)
                 plane = np.zeros(size, dtype=np.uint64)
-                for low in (0, 32):
-                    half = (at_all >= low) & (at_all < low + 32)
-                    if half.any():
-                        summed = np.bincount(posted_all[half], weights=np.ldexp(1.0, at_all[half] - low), minlength=size)
-                        plane |= summed.astype(np.uint64) << np.uint64(low)
+                np.add.at(plane, posted_all, _BIT[at_all])  # distinct bits: their sum is their `or`
                 planes.append(plane)
         return planes, bits
