@@ -329,6 +329,20 @@ def test_a_words_kept_key_and_idf_follow_the_records():
     assert only(rank(index, q), "n1").components.matched_terms == ("cosine",)
 
 
+def test_a_words_kept_density_follows_the_records():
+    """`_known` keeps whether each word is added as a dense vector too (`_approximate` and the exact
+    step's counts read it from the resolved query): a word in few records that records added make
+    common must be dense once they are."""
+    records = [rec(f"r{i}", f"rope theta {i}", notes="cosine" if i < 2 else "") for i in range(40)]
+    index = LiveIndex(records)
+    q = RetrievalQuery(text="rope cosine", now=NOW, limit=3)
+    resolved = index._resolve(q)
+    assert resolved.dense == index._dense(resolved.keys).tolist() == [True, False]
+    index.update(add=[rec(f"c{i}", "cosine schedule") for i in range(20)])
+    resolved = index._resolve(q)
+    assert resolved.dense == index._dense(resolved.keys).tolist() == [True, True]
+    assert _scores(index, q) == _scores(records + [rec(f"c{i}", "cosine schedule") for i in range(20)], q)
+
 
 def test_the_kept_words_overflowing_lose_no_word_of_the_query_asked(monkeypatch):
     """When a query's new words would take the kept words past TERMS_KEPT they are emptied: the words

@@ -59,7 +59,7 @@ class _ExactPass(_FewSlotsPass, _ComponentPlanes):
         keys, rows = q.keys, slice(None)
         if q.keys.size <= tuning.KEYS_ONE_BY_ONE:
             searched = []
-            for row, (key, is_dense) in enumerate(zip(q.keys.tolist(), self._dense(q.keys).tolist())):
+            for row, (key, is_dense) in enumerate(zip(q.keys.tolist(), q.dense)):
                 counts = self._contributions.counts(self._layout, self._terms.segments, key,
                                                     self._columns.size) if is_dense else None
                 if counts is None:

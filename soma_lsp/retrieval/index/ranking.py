@@ -105,7 +105,7 @@ class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
             layout = self._layout
             segments = [*self._terms.segments, *self._components.segments]
             common = np.flatnonzero(self._components.doc_freq * tuning.PRESENCE_FRACTION >= self._columns.size)
-            keys, _, idf = self._known(_query_terms(" ".join(texts)))
+            keys, _, idf, _ = self._known(_query_terms(" ".join(texts)))
         shapes = [lambda query=query: self._static_part(self._resolve(query)) for query in queries]
         presence = [lambda key=key: self._presence(key) for key in common.tolist()]
         words = [lambda key=key, idf_t=idf_t: self._made_ahead(key, idf_t) for key, idf_t in zip(keys.tolist(), idf)]
@@ -131,22 +131,23 @@ class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
 
     def _resolve(self, query: RetrievalQuery) -> "_Query":
         terms = _query_terms(query.text)
-        key_array, key_terms, idf = self._known(terms)
+        key_array, key_terms, idf, dense = self._known(terms)
         bag = T.component_bag(query.architecture)
         total = float(sum(bag.values()))
         return _Query(
-            terms=terms, keys=key_array, key_terms=key_terms, idf=idf,
+            terms=terms, keys=key_array, key_terms=key_terms, idf=idf, dense=dense,
             bag=bag, bag_keys=self._components.keys_of(list(bag)).tolist() if bag else [], bag_total=total, now=None if query.now is None else T.epoch_seconds(query.now),
             half_life_days=query.half_life_days,
             weighting=self._weighting(query, bool(terms), total > 0))
 
-    def _known(self, terms: list[str]) -> tuple[np.ndarray, list[str], list[float]]:
-        """The keys of the terms that live records hold, those terms, and their idf. Each term's key and
-        idf (None: no live record holds it) is kept while the layout stands, for TERMS_KEPT terms: a
+    def _known(self, terms: list[str]) -> tuple[np.ndarray, list[str], list[float], list[bool]]:
+        """The keys of the terms that live records hold, those terms, their idf and whether each is added
+        as a dense vector (`_dense`). Each term's key, idf and density (None: no live record holds it) is
+        kept while the layout stands, for TERMS_KEPT terms: a
         short query's look-up and idf in numpy, a dozen calls on three values, cost ≈ 12 µs of its
         rank, where the editor's questions keep coming back to the same words. The idf is the same
         float whichever terms it is computed with (`terms.idf` is elementwise)."""
-        kept_terms = self._per_layout().setdefault("terms", {})  # term → (key, idf), or None
+        kept_terms = self._per_layout().setdefault("terms", {})  # term → (key, idf, dense), or None
         entries = {term: kept_terms[term] for term in terms if term in kept_terms}
         new = [term for term in dict.fromkeys(terms) if term not in entries]
         if new:
@@ -154,7 +155,7 @@ class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
             known = found >= 0
             known[known] = df[found[known]] > 0
             keys = found[known]
-            made = iter(zip(keys.tolist(), T.idf(len(self._slot_of), df[keys]).tolist()))
+            made = iter(zip(keys.tolist(), T.idf(len(self._slot_of), df[keys]).tolist(), self._dense(keys).tolist()))
             looked = {term: next(made) if k else None for term, k in zip(new, known.tolist())}
             entries.update(looked)
             if len(kept_terms) + len(looked) > tuning.TERMS_KEPT:
@@ -162,8 +163,8 @@ class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
             if len(looked) <= tuning.TERMS_KEPT:
                 kept_terms.update(looked)
         pairs = [(term, found) for term in terms if (found := entries[term]) is not None]
-        return (np.array([key for _, (key, _) in pairs], dtype=np.int64), [term for term, _ in pairs],
-                [idf for _, (_, idf) in pairs])
+        return (np.array([key for _, (key, _, _) in pairs], dtype=np.int64), [term for term, _ in pairs],
+                [idf for _, (_, idf, _) in pairs], [dense for _, (_, _, dense) in pairs])
 
     def _per_layout(self) -> dict[Any, Any]:
         """Query caches valid while the layout stands (slots, segments, N and avgdl unchanged)."""
