@@ -344,6 +344,23 @@ def test_a_words_kept_density_follows_the_records():
     assert _scores(index, q) == _scores(records + [rec(f"c{i}", "cosine schedule") for i in range(20)], q)
 
 
+def test_a_kept_architecture_follows_the_records():
+    """`_bag_of` keeps a query architecture's bag and its components' keys while the layout stands: a
+    component no record held, asked, must be found once a record holding it is added; and an
+    architecture that cannot be a dict key is resolved alike."""
+    records = [rec(f"r{i}", f"rope theta {i}", architecture=["Linear"]) for i in range(10)]
+    index = LiveIndex(records)
+    q = RetrievalQuery(text="rope", architecture=["MoE", "Linear"], now=NOW, limit=None)
+    assert _scores(index, q) == _scores(records, q)
+    added = [rec("m1", "rope", architecture=["MoE"])]
+    index.update(add=added)
+    assert _scores(index, q) == _scores(records + added, q)
+    assert only(rank(index, q), "m1").components.shared_components == ("moe",)
+    unhashable = RetrievalQuery(text="rope", architecture=[["MoE", 2.0], ["Linear", 1.0]], now=NOW, limit=None)
+    assert _scores(index, unhashable) == _scores(records + added, unhashable)
+
+
+
 def test_the_kept_words_overflowing_lose_no_word_of_the_query_asked(monkeypatch):
     """When a query's new words would take the kept words past TERMS_KEPT they are emptied: the words
     this query asks that were kept already must still be answered (a KeyError here failed a request

@@ -132,13 +132,30 @@ class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
     def _resolve(self, query: RetrievalQuery) -> "_Query":
         terms = _query_terms(query.text)
         key_array, key_terms, idf, dense = self._known(terms)
-        bag = T.component_bag(query.architecture)
-        total = float(sum(bag.values()))
+        bag, bag_keys, total = self._bag_of(query.architecture)
         return _Query(
             terms=terms, keys=key_array, key_terms=key_terms, idf=idf, dense=dense,
-            bag=bag, bag_keys=self._components.keys_of(list(bag)).tolist() if bag else [], bag_total=total, now=None if query.now is None else T.epoch_seconds(query.now),
+            bag=bag, bag_keys=bag_keys, bag_total=total, now=None if query.now is None else T.epoch_seconds(query.now),
             half_life_days=query.half_life_days,
             weighting=self._weighting(query, bool(terms), total > 0))
+
+    def _bag_of(self, architecture: Any) -> tuple[dict[str, float], list[int], float]:
+        """A query architecture's component bag, its components' keys (-1: none the pool knows) and its
+        total, kept per layout for the last BAGS_KEPT architectures: a file's hovers ask with one, and its
+        parse and look-up cost ≈ 6 µs of a short query's rank. (An architecture that cannot be a dict
+        key is resolved each time.)"""
+        def resolved() -> tuple[dict[str, float], list[int], float]:
+            bag = T.component_bag(architecture)
+            return bag, self._components.keys_of(list(bag)).tolist() if bag else [], float(sum(bag.values()))
+
+        if not architecture:
+            return {}, [], 0.0
+        try:
+            key = tuple(architecture.items()) if isinstance(architecture, Mapping) else tuple(architecture)
+            hash(key)
+        except TypeError:
+            return resolved()
+        return kept(self._per_layout().setdefault("architectures", {}), key, resolved, tuning.BAGS_KEPT)
 
     def _known(self, terms: list[str]) -> tuple[np.ndarray, list[str], list[float], list[bool]]:
         """The keys of the terms that live records hold, those terms, their idf and whether each is added
