@@ -361,6 +361,22 @@ def test_a_kept_architecture_follows_the_records():
 
 
 
+def test_a_bags_kept_plane_masks_follow_the_records():
+    """The bit planes give the most frequent components the first bits, and a bag's masks in them are kept
+    per layout (`planes`): records added that make another component the most frequent must move both —
+    masks kept from before would count the other component."""
+    records = [rec(f"r{i}", f"rope {i}", architecture=["Linear"]) for i in range(10)]
+    records += [rec(f"m{i}", f"rope m{i}", architecture=["MoE", "MoE"]) for i in range(2)]
+    index = LiveIndex(records)
+    q = RetrievalQuery(text="rope", architecture=["MoE", "MoE", "Attention"], now=NOW, limit=4)
+    assert _scores(index, q) == _scores(records, q)
+    added = [rec(f"n{i}", f"rope n{i}", architecture=["MoE"]) for i in range(20)]
+    index.update(add=added)
+    assert _scores(index, q) == _scores(records + added, q)
+    assert [r.record.id for r in rank(index, q)][:2] == ["m0", "m1"]  # two MoE shared, the most
+
+
+
 def test_the_kept_words_overflowing_lose_no_word_of_the_query_asked(monkeypatch):
     """When a query's new words would take the kept words past TERMS_KEPT they are emptied: the words
     this query asks that were kept already must still be answered (a KeyError here failed a request

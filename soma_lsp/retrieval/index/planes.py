@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import tuning
+from .kept import kept
 
 if TYPE_CHECKING:
     from .resolved import _Query
@@ -35,11 +36,27 @@ _BIT = np.left_shift(np.uint64(1), np.arange(BITS, dtype=np.uint64))  # each bit
 
 
 class _ComponentPlanes:
-    """`_planes` and `_planes_shared` (a part of `LiveIndex`, on the state `live` holds)."""
+    """`_planes_shared` and the planes (a part of `LiveIndex`, on the state `live` holds)."""
 
     def _planes_shared(self, q: "_Query", slots: np.ndarray, dtype: type) -> np.ndarray | None:
         """Σ_c min(q_c, r_c) at these slots in `dtype` from the bit planes, or None when the planes do not
         hold the bag (the module's docstring says when, and why the floats are the same)."""
+        masks = kept(self._per_layout().setdefault("plane_masks", {}), (tuple(q.bag_keys), tuple(q.bag.values())),
+                     lambda: self._masks(q), tuning.BAGS_KEPT)
+        if masks is None:
+            return None
+        shared = None
+        for plane, mask in masks:
+            held = plane.take(slots)
+            held &= mask
+            counted = np.bitwise_count(held)
+            shared = counted.astype(dtype) if shared is None else shared + counted
+        return np.zeros(slots.size, dtype=dtype) if shared is None else shared
+
+    def _masks(self, q: "_Query") -> list[tuple[np.ndarray, np.uint64]] | None:
+        """The planes a bag reads and its mask in each (the components it counts more than j times in
+        plane j), or None when the planes do not hold it; kept per layout with the planes, as a file's
+        hovers ask with one bag."""
         planes, bits = self._planes()
         masks = [0] * len(planes)
         for key, q_count in zip(q.bag_keys, q.bag.values()):
@@ -54,13 +71,7 @@ class _ComponentPlanes:
                 return None
             for j in range(depth):
                 masks[j] |= bit
-        shared = np.zeros(slots.size, dtype=dtype)
-        for plane, mask in zip(planes, masks):
-            if mask:
-                held = plane.take(slots)
-                held &= np.uint64(mask)
-                shared += np.bitwise_count(held)
-        return shared
+        return [(plane, np.uint64(mask)) for plane, mask in zip(planes, masks) if mask]
 
     def _planes(self) -> tuple[list[np.ndarray], dict[int, tuple[int, int]]]:
         """The bit planes (up to PLANES of them, 8 bytes a slot each) and, per component holding a bit,
