@@ -3,8 +3,9 @@
 The pruned cut (`pruned`: a few hundred slots) and the exact step (`few`, `exact`: a dozen) need
 Σ_c min(q_c, r_c) at scattered slots. Through the presence vectors that is a gather per component of the
 bag, each at as many cold cache lines as slots, and a search of the postings of a component the query
-counts more often than some record (`_shared_counts`): ≈ 80 µs of a 3-term rank at 100k records, most
-of it cache misses (docs/benchmarks.md § Retrieval, rank11). Here the common components' counts are kept
+counts more often than some record (`_shared_counts`): the structural term at the pruned cut's ≈ 270 slots
+took 78 µs of a 3-term rank in a stream of queries at 100k records, 43 in a warm loop (docs/benchmarks.md
+§ Retrieval, rank11). Here the common components' counts are kept
 as bit planes: bit b of plane j at a slot is set when the record counts component b more than j times.
 For whole counts min(q_c, r_c) = Σ_{j < q_c} [r_c > j], so Σ_c min(q_c, r_c) = Σ_j popcount(plane_j[slot]
 & mask_j), mask_j the components the query counts more than j times: per plane one gather, an `and` and
@@ -14,7 +15,7 @@ Why the values are the same floats. Every min(q_c, r_c) is then a whole number, 
 sum, far below 2²⁴: float32 and float64 add whole numbers that small exactly, in any order, so the sum is
 the one every other path computes (`_shared_counts` over every slot or at given ones, `few`). So planes are
 used only when every known component of the bag has a bit (a common one, among the BITS most frequent,
-whose every count is whole), q_c is whole and min(q_c, its largest count) ≤ PLANES; otherwise `shared`
+whose every count is whole), q_c is whole and min(q_c, its largest count) ≤ PLANES; otherwise `_planes_shared`
 answers None and the caller takes the presence vectors and postings. The planes see the postings of dead
 slots too, as those do.
 """
@@ -79,10 +80,10 @@ class _ComponentPlanes:
         are distinct (a slot's postings are in one segment, once per component), so their sum is their
         `or` (`add.at`: 30 ms for 6M random postings, where `bitwise_or.at` took 130 and a float64
         `bincount` per half-word 330). 15 ms at 100k records, 4 planes (the presence vectors: 3.5)."""
-        kept = self._per_layout()
-        if "planes" not in kept:
-            kept["planes"] = self._made_planes()
-        return kept["planes"]
+        cache = self._per_layout()
+        if "planes" not in cache:
+            cache["planes"] = self._made_planes()
+        return cache["planes"]
 
     def _made_planes(self) -> tuple[list[np.ndarray], dict[int, tuple[int, int]]]:
         size, doc_freq = self._columns.size, self._components.doc_freq

@@ -90,8 +90,8 @@ class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
         shapes (words or not, a component bag or not, `now`, weights, half-life): the length norms,
         the segments' posting samples, the presence vectors of the common components (a byte a slot
         each, ≈ 60 MB at 1M records: otherwise made by the structural term of the first bags that
-        name them, 5–15 ms of a big scope's first hover) and their bit planes (`planes`), and each shape's per-record weighting and
-        static part for its `now`; then the approximate step's contributions of the words of `texts`,
+        name them, 5–15 ms of a big scope's first hover) and their bit planes (`planes`), and each
+        shape's per-record weighting and static part for its `now`; then the approximate step's contributions of the words of `texts`,
         in their order — the questions about to be asked (the server gives the hovers of the open
         documents' definitions): a word new to the layout costs a query ≈ 2.6 ns of CPU a posting, at
         1M records ≈ 25 ms of the first hover of a big definition after a load — until the cache
