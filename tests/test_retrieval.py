@@ -377,6 +377,20 @@ def test_a_bags_kept_plane_masks_follow_the_records():
 
 
 
+def test_each_result_owns_its_weights():
+    """Each result's `weights` is a copy of its class's effective weights, kept per weighting: a caller
+    changing one result's changes no other result's, nor the next ranking's."""
+    records = [rec(f"r{i}", f"rope theta {i}") for i in range(5)]
+    index = LiveIndex(records)
+    q = RetrievalQuery(text="rope", now=NOW, limit=3)
+    first, second = rank(index, q)[:2]
+    expected = dict(second.components.weights)
+    first.components.weights["lexical"] = -1.0
+    assert second.components.weights == expected
+    assert [r.components.weights for r in rank(index, RetrievalQuery(text="theta", now=NOW, limit=3))] == [expected] * 3
+
+
+
 def test_the_kept_words_overflowing_lose_no_word_of_the_query_asked(monkeypatch):
     """When a query's new words would take the kept words past TERMS_KEPT they are emptied: the words
     this query asks that were kept already must still be answered (a KeyError here failed a request

@@ -67,12 +67,15 @@ class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
             bm25 = self._approximate(q)
             slots = self._candidates(q, limit, relevant_only, bm25)
         exact = self._exact(q, slots, bm25)
-        keep = np.ones(slots.size, dtype=bool)
-        if relevant_only:
-            keep &= (np.asarray(exact["lexical"]) > 0) | (np.asarray(exact["structural"]) > 0)
-        if min_score > 0:
-            keep &= np.asarray(exact["score"]) >= min_score
-        order = self._ordered(exact, np.flatnonzero(keep))
+        rows: Iterable[int] = range(slots.size)
+        if relevant_only or min_score > 0:
+            keep = np.ones(slots.size, dtype=bool)
+            if relevant_only:
+                keep &= (np.asarray(exact["lexical"]) > 0) | (np.asarray(exact["structural"]) > 0)
+            if min_score > 0:
+                keep &= np.asarray(exact["score"]) >= min_score
+            rows = np.flatnonzero(keep).tolist()
+        order = self._ordered(exact, rows)
         return self._scored(exact, order[:limit], q)
 
     def score(self, query: RetrievalQuery, record_ids: Iterable[str]) -> list[ScoredRecord]:
@@ -225,6 +228,7 @@ class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
                                                        query.half_life_days), 0.0)
         weighting = {
             "table": table, "classes": classes, "t_ref": t_ref,
+            "weights": [dict(zip(TERMS, row)) for row in table.tolist()],  # each class's, for a result to copy
             "structural_applies": structural_applies, "recency_applies": recency_applies,
             "effective": effective, "importance": table[:, 3][classes] * columns.view("importance"),
             "static": {},  # `now` → the approximate step's query-independent part (`_static_part`)
@@ -240,10 +244,10 @@ class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
                 ("arch_total", columns.view("arch_total")))}
         return weighting
 
-    def _ordered(self, exact: Mapping[str, Any], rows: np.ndarray) -> list[int]:
+    def _ordered(self, exact: Mapping[str, Any], rows: Iterable[int]) -> list[int]:
         """Rows by score descending, then record id ascending."""
         records, slots, score = self._slot_records, exact["slots"], exact["score"]
-        return sorted(rows.tolist(), key=lambda i: (-score[i], records[slots[i]].id))
+        return sorted(rows, key=lambda i: (-score[i], records[slots[i]].id))
 
     def _scored(self, exact: Mapping[str, Any], rows: list[int], q: "_Query") -> list[ScoredRecord]:
         """The results of these rows, their values taken out of numpy once for all of them (the exact
@@ -260,8 +264,7 @@ class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
                                                                                  "matched"))
         recency = picked(exact["recency"]) if exact["recency"] is not None else [None] * at.size
         structural_applies, recency_applies = picked(exact["structural_applies"]), picked(exact["recency_applies"])
-        table = q.weighting["table"].tolist()
-        weights = [table[c] for c in picked(exact["classes"])]
+        classes, weights = picked(exact["classes"]), q.weighting["weights"]
         slots_at = np.asarray(slots, dtype=np.intp)  # (indexing with the list would convert it twice)
         importance, dead_end = self._columns.importance[slots_at].tolist(), self._columns.dead_end[slots_at].tolist()
         records, in_query = self._slot_records, q.bag.__contains__
@@ -274,7 +277,7 @@ class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
                 own = kept_components[slot] = tuple(sorted(T.component_bag(record.architecture)))
             components = ScoreComponents(  # (positional, in the fields' order: a third less than by keyword)
                 lexical[i] if q.terms else None, structural[i] if structural_applies[i] else None,
-                recency[i] if recency_applies[i] else None, importance[i], dict(zip(TERMS, weights[i])),
+                recency[i] if recency_applies[i] else None, importance[i], weights[classes[i]].copy(),
                 tuple(compress(q.key_terms, matched[i])), tuple(filter(in_query, own)))
             results.append(ScoredRecord(record, score[i], components, dead_end[i]))
         if len(kept_components) > tuning.RECORD_COMPONENTS_KEPT:
