@@ -11,8 +11,8 @@ import pytest
 import soma_lsp
 from soma_lsp.retrieval import index
 
-MODULES = ["approximate", "columns", "contributions", "exact", "few", "kept", "live", "pruned", "ranking", "resolved", "segments", "state",
-           "tuning"]
+MODULES = ["approximate", "columns", "contributions", "exact", "few", "kept", "live", "planes", "pruned", "ranking", "resolved",
+           "segments", "state", "tuning"]
 ROOT = Path(soma_lsp.__file__).parent
 
 

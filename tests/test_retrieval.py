@@ -329,6 +329,67 @@ def test_a_words_kept_key_and_idf_follow_the_records():
     assert only(rank(index, q), "n1").components.matched_terms == ("cosine",)
 
 
+def test_a_words_kept_density_follows_the_records():
+    """`_known` keeps whether each word is added as a dense vector too (`_approximate` and the exact
+    step's counts read it from the resolved query): a word in few records that records added make
+    common must be dense once they are."""
+    records = [rec(f"r{i}", f"rope theta {i}", notes="cosine" if i < 2 else "") for i in range(40)]
+    index = LiveIndex(records)
+    q = RetrievalQuery(text="rope cosine", now=NOW, limit=3)
+    resolved = index._resolve(q)
+    assert resolved.dense == index._dense(resolved.keys).tolist() == [True, False]
+    index.update(add=[rec(f"c{i}", "cosine schedule") for i in range(20)])
+    resolved = index._resolve(q)
+    assert resolved.dense == index._dense(resolved.keys).tolist() == [True, True]
+    assert _scores(index, q) == _scores(records + [rec(f"c{i}", "cosine schedule") for i in range(20)], q)
+
+
+def test_a_kept_architecture_follows_the_records():
+    """`_bag_of` keeps a query architecture's bag and its components' keys while the layout stands: a
+    component no record held, asked, must be found once a record holding it is added; and an
+    architecture that cannot be a dict key is resolved alike."""
+    records = [rec(f"r{i}", f"rope theta {i}", architecture=["Linear"]) for i in range(10)]
+    index = LiveIndex(records)
+    q = RetrievalQuery(text="rope", architecture=["MoE", "Linear"], now=NOW, limit=None)
+    assert _scores(index, q) == _scores(records, q)
+    added = [rec("m1", "rope", architecture=["MoE"])]
+    index.update(add=added)
+    assert _scores(index, q) == _scores(records + added, q)
+    assert only(rank(index, q), "m1").components.shared_components == ("moe",)
+    unhashable = RetrievalQuery(text="rope", architecture=[["MoE", 2.0], ["Linear", 1.0]], now=NOW, limit=None)
+    assert _scores(index, unhashable) == _scores(records + added, unhashable)
+
+
+
+def test_a_bags_kept_plane_masks_follow_the_records():
+    """The bit planes give the most frequent components the first bits, and a bag's masks in them are kept
+    per layout (`planes`): records added that make another component the most frequent must move both —
+    masks kept from before would count the other component."""
+    records = [rec(f"r{i}", f"rope {i}", architecture=["Linear"]) for i in range(10)]
+    records += [rec(f"m{i}", f"rope m{i}", architecture=["MoE", "MoE"]) for i in range(2)]
+    index = LiveIndex(records)
+    q = RetrievalQuery(text="rope", architecture=["MoE", "MoE", "Attention"], now=NOW, limit=4)
+    assert _scores(index, q) == _scores(records, q)
+    added = [rec(f"n{i}", f"rope n{i}", architecture=["MoE"]) for i in range(20)]
+    index.update(add=added)
+    assert _scores(index, q) == _scores(records + added, q)
+    assert [r.record.id for r in rank(index, q)][:2] == ["m0", "m1"]  # two MoE shared, the most
+
+
+
+def test_each_result_owns_its_weights():
+    """Each result's `weights` is a copy of its class's effective weights, kept per weighting: a caller
+    changing one result's changes no other result's, nor the next ranking's."""
+    records = [rec(f"r{i}", f"rope theta {i}") for i in range(5)]
+    index = LiveIndex(records)
+    q = RetrievalQuery(text="rope", now=NOW, limit=3)
+    first, second = rank(index, q)[:2]
+    expected = dict(second.components.weights)
+    first.components.weights["lexical"] = -1.0
+    assert second.components.weights == expected
+    assert [r.components.weights for r in rank(index, RetrievalQuery(text="theta", now=NOW, limit=3))] == [expected] * 3
+
+
 
 def test_the_kept_words_overflowing_lose_no_word_of_the_query_asked(monkeypatch):
     """When a query's new words would take the kept words past TERMS_KEPT they are emptied: the words

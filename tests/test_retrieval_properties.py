@@ -385,6 +385,45 @@ def test_a_bag_asked_again_keeps_its_structural_term():
     _same(first, index.rank(RetrievalQuery(text="rope w3", architecture=["Attention", "MoE"], now=BASE))[:5])
 
 
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(pools(), st.dictionaries(st.sampled_from(COMPONENTS), st.sampled_from([0.5, 1.0, 2.0, 3.0, 5.0]), min_size=1,
+                                max_size=6), st.lists(st.integers(0, 40), max_size=4), st.sampled_from([1, 2, 4]))
+def test_shared_counts_from_bit_planes_are_the_pass_over_every_slot(records, bag, churn, planes):
+    """The shared counts at given slots read from the bit planes (`planes`) are, in float32 and float64, the
+    pass over every slot's, bit for bit — dead slots too; and the planes answer exactly when they hold the
+    bag: every count whole (these pools' are), every component a common one and min(q_c, its largest count)
+    ≤ PLANES. A plane
+    set where a record counts a component j times, not more than j, makes this fail."""
+    index = _churned(records, churn)
+    with mock.patch.object(tuning, "PLANES", planes):
+        q = index._resolve(RetrievalQuery(architecture=bag))
+        slots = np.arange(index._columns.size)
+        tops = {key: top for key, (_, top) in index._planes()[1].items()}
+        held = all(key in tops and float(c).is_integer() and min(int(c), tops[key]) <= planes  # (a component
+                   for key, c in zip(q.bag_keys, q.bag.values()) if key >= 0)  # whose records all went has no bit)
+        for dtype in (np.float32, np.float64):
+            got = index._planes_shared(q, slots, dtype)
+            assert (got is not None) == held
+            if got is not None:
+                want = index._shared_counts(q, dtype)
+                assert got.dtype == want.dtype and got.tolist() == want.tolist()
+
+
+def test_a_component_of_fractional_counts_has_no_bit_and_its_bags_take_the_other_paths():
+    """A component some record counts 1.5 times is left out of the planes (its sums depend on their order),
+    and a bag naming it is summed by the presence vectors and postings, as before — the same ranking."""
+    records = [parse_record({"id": f"exp-{i}", "name": "x", "architecture": arch}) for i, arch in
+               enumerate([{"Attention": 1.5, "MoE": 2}, {"Attention": 1, "MoE": 1}, ["MoE", "Linear"]])]
+    index = LiveIndex(records)
+    _, bits = index._planes()
+    assert sorted(index._components.keys_of(["moe", "linear"]).tolist()) == sorted(bits)
+    for bag in ({"Attention": 1, "MoE": 1}, {"MoE": 2, "Linear": 1}):
+        q = index._resolve(RetrievalQuery(architecture=bag))
+        assert (index._planes_shared(q, np.arange(3), np.float64) is None) == ("Attention" in bag)
+        with mock.patch.object(tuning, "ANSWERS_KEPT", 0):
+            _same(index.rank(RetrievalQuery(architecture=bag, limit=2)), index.rank(RetrievalQuery(architecture=bag))[:2])
+
+
 @settings(max_examples=300)
 @given(st.lists(st.floats(-1, 1, width=32), min_size=1, max_size=200), st.integers(1, 64))
 def test_interleaved_maxima_are_the_maxima_of_a_partition(values, blocks):

@@ -19,6 +19,8 @@ One idea a module:
   proven error bound, then the slots that can make the cut) and `exact` (those slots in float64);
 * `pruned` — the approximate step's cut for a query with a component bag: the structural term computed
   only at the slots whose upper bound can reach the cut;
+* `planes` — the common components' counts as bit planes, a word a slot: a bag's shared counts at a few
+  slots (the pruned cut's, the exact step's) in one gather and a popcount a plane;
 * `contributions` — the float32 BM25 contributions the approximate step reuses, and which terms are
   added as dense vectors;
 * `kept` — the bounded, least-recently-used dicts of what a query leaves for the next (answers,

@@ -59,9 +59,8 @@ class _ApproximatePass:
         APPROXIMATE_CONTRIBUTION_ULPS) and added once in float32, off by at most u relative on sums of
         positive values, so (2n + c)·u bounds the relative error; ε is twice that, for safety."""
         norm = self._length_norm32()
-        dense = self._dense(q.keys)
         vectors = [self._contributions.dense(self._layout, self._terms.segments, key, idf_t, norm)
-                   for key, idf_t, is_dense in zip(q.keys.tolist(), q.idf, dense.tolist()) if is_dense]
+                   for key, idf_t, is_dense in zip(q.keys.tolist(), q.idf, q.dense) if is_dense]
         if len(vectors) >= 2:  # the error bound holds in any order of addition: dense terms first
             bm25 = vectors[0] + vectors[1]
         else:
@@ -69,7 +68,7 @@ class _ApproximatePass:
         for vector in vectors[2:]:
             bm25 += vector
         wide = self._contributions.fits_wide(self._terms.posted)
-        sparse = [(key, idf_t) for key, idf_t, is_dense in zip(q.keys.tolist(), q.idf, dense.tolist()) if not is_dense]
+        sparse = [(key, idf_t) for key, idf_t, is_dense in zip(q.keys.tolist(), q.idf, q.dense) if not is_dense]
         for segment in self._terms.segments:  # segment by segment: its slots stay in the cache while
             for key, idf_t in sparse:  # every term adds to them (each slot still adds in query order)
                 found = self._contributions.sparse(self._layout, segment, key, idf_t, norm, wide)

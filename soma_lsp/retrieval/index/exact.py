@@ -18,6 +18,7 @@ import numpy as np
 from .. import terms as T
 from .contributions import _contribution
 from .few import _FewSlotsPass, _listed
+from .planes import _ComponentPlanes
 from . import tuning
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from .resolved import _Query
 
 
-class _ExactPass(_FewSlotsPass):
+class _ExactPass(_FewSlotsPass, _ComponentPlanes):
     """The exact step (a part of `LiveIndex`, on the state `live` holds; `ranking` calls it)."""
 
     def _bm25_at(self, q: "_Query", slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -58,7 +59,7 @@ class _ExactPass(_FewSlotsPass):
         keys, rows = q.keys, slice(None)
         if q.keys.size <= tuning.KEYS_ONE_BY_ONE:
             searched = []
-            for row, (key, is_dense) in enumerate(zip(q.keys.tolist(), self._dense(q.keys).tolist())):
+            for row, (key, is_dense) in enumerate(zip(q.keys.tolist(), q.dense)):
                 counts = self._contributions.counts(self._layout, self._terms.segments, key,
                                                     self._columns.size) if is_dense else None
                 if counts is None:
@@ -93,7 +94,13 @@ class _ExactPass(_FewSlotsPass):
         numbers add up exactly in any order, and the float32 approximation's error bound holds in any
         order (sums of positive values), so there the other components are added after them; the
         float64 sum takes that route only when every component is such a whole q_c. At given slots
-        each slot adds the same values in the same order as at every slot: the same floats."""
+        each slot adds the same values in the same order as at every slot: the same floats — or, when
+        the bit planes hold the bag (`planes`: whole counts, whose sums are the same in any order), they
+        give the sums at given slots in one gather a plane."""
+        if slots is not None:
+            found = self._planes_shared(q, slots, dtype)
+            if found is not None:
+                return found
         plan = [(key, q_count, self._presence(key))
                 for key, q_count in zip(q.bag_keys, q.bag.values()) if key >= 0]
         whole = [_whole(presence, q_count) for _, q_count, presence in plan]

@@ -81,7 +81,11 @@ class _FewSlotsPass:
                 "classes": classes, "matched": [matched.get(slot, []) for slot in slots]}
 
     def _shared_listed(self, q: "_Query", slots: np.ndarray) -> list[float]:
-        """`_shared_at`'s Σ_c min(q_c, r_c) of these slots, component by component in query order."""
+        """`_shared_at`'s Σ_c min(q_c, r_c) of these slots, component by component in query order (or from
+        the bit planes, `planes`, when they hold the bag: whole numbers, the same sums in any order)."""
+        found = self._planes_shared(q, slots, np.float64)
+        if found is not None:
+            return found.tolist()
         shared = [0.0] * slots.size
         for key, q_count in zip(q.bag_keys, q.bag.values()):
             if key < 0:

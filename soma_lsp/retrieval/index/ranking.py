@@ -67,12 +67,15 @@ class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
             bm25 = self._approximate(q)
             slots = self._candidates(q, limit, relevant_only, bm25)
         exact = self._exact(q, slots, bm25)
-        keep = np.ones(slots.size, dtype=bool)
-        if relevant_only:
-            keep &= (np.asarray(exact["lexical"]) > 0) | (np.asarray(exact["structural"]) > 0)
-        if min_score > 0:
-            keep &= np.asarray(exact["score"]) >= min_score
-        order = self._ordered(exact, np.flatnonzero(keep))
+        rows: Iterable[int] = range(slots.size)
+        if relevant_only or min_score > 0:
+            keep = np.ones(slots.size, dtype=bool)
+            if relevant_only:
+                keep &= (np.asarray(exact["lexical"]) > 0) | (np.asarray(exact["structural"]) > 0)
+            if min_score > 0:
+                keep &= np.asarray(exact["score"]) >= min_score
+            rows = np.flatnonzero(keep).tolist()
+        order = self._ordered(exact, rows)
         return self._scored(exact, order[:limit], q)
 
     def score(self, query: RetrievalQuery, record_ids: Iterable[str]) -> list[ScoredRecord]:
@@ -90,8 +93,8 @@ class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
         shapes (words or not, a component bag or not, `now`, weights, half-life): the length norms,
         the segments' posting samples, the presence vectors of the common components (a byte a slot
         each, ≈ 60 MB at 1M records: otherwise made by the structural term of the first bags that
-        name them, 5–15 ms of a big scope's first hover), and each shape's per-record weighting and
-        static part for its `now`; then the approximate step's contributions of the words of `texts`,
+        name them, 5–15 ms of a big scope's first hover) and their bit planes (`planes`), and each
+        shape's per-record weighting and static part for its `now`; then the approximate step's contributions of the words of `texts`,
         in their order — the questions about to be asked (the server gives the hovers of the open
         documents' definitions): a word new to the layout costs a query ≈ 2.6 ns of CPU a posting, at
         1M records ≈ 25 ms of the first hover of a big definition after a load — until the cache
@@ -105,12 +108,12 @@ class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
             layout = self._layout
             segments = [*self._terms.segments, *self._components.segments]
             common = np.flatnonzero(self._components.doc_freq * tuning.PRESENCE_FRACTION >= self._columns.size)
-            keys, _, idf = self._known(_query_terms(" ".join(texts)))
+            keys, _, idf, _ = self._known(_query_terms(" ".join(texts)))
         shapes = [lambda query=query: self._static_part(self._resolve(query)) for query in queries]
         presence = [lambda key=key: self._presence(key) for key in common.tolist()]
         words = [lambda key=key, idf_t=idf_t: self._made_ahead(key, idf_t) for key, idf_t in zip(keys.tolist(), idf)]
         for step in (self._length_norm, self._length_norm32, self._dense_fraction, self._dead,
-                     *(s._sampled for s in segments), *presence, *shapes, *words):
+                     *(s._sampled for s in segments), *presence, self._planes, *shapes, *words):
             with self._lock:
                 if self._layout != layout:
                     return
@@ -131,22 +134,40 @@ class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
 
     def _resolve(self, query: RetrievalQuery) -> "_Query":
         terms = _query_terms(query.text)
-        key_array, key_terms, idf = self._known(terms)
-        bag = T.component_bag(query.architecture)
-        total = float(sum(bag.values()))
+        key_array, key_terms, idf, dense = self._known(terms)
+        bag, bag_keys, total = self._bag_of(query.architecture)
         return _Query(
-            terms=terms, keys=key_array, key_terms=key_terms, idf=idf,
-            bag=bag, bag_keys=self._components.keys_of(list(bag)).tolist() if bag else [], bag_total=total, now=None if query.now is None else T.epoch_seconds(query.now),
+            terms=terms, keys=key_array, key_terms=key_terms, idf=idf, dense=dense,
+            bag=bag, bag_keys=bag_keys, bag_total=total, now=None if query.now is None else T.epoch_seconds(query.now),
             half_life_days=query.half_life_days,
             weighting=self._weighting(query, bool(terms), total > 0))
 
-    def _known(self, terms: list[str]) -> tuple[np.ndarray, list[str], list[float]]:
-        """The keys of the terms that live records hold, those terms, and their idf. Each term's key and
-        idf (None: no live record holds it) is kept while the layout stands, for TERMS_KEPT terms: a
+    def _bag_of(self, architecture: Any) -> tuple[dict[str, float], list[int], float]:
+        """A query architecture's component bag, its components' keys (-1: none the pool knows) and its
+        total, kept per layout for the last BAGS_KEPT architectures: a file's hovers ask with one, and its
+        parse and look-up cost ≈ 6 µs of a short query's rank. (An architecture that cannot be a dict
+        key is resolved each time.)"""
+        def resolved() -> tuple[dict[str, float], list[int], float]:
+            bag = T.component_bag(architecture)
+            return bag, self._components.keys_of(list(bag)).tolist() if bag else [], float(sum(bag.values()))
+
+        if not architecture:
+            return {}, [], 0.0
+        try:
+            key = tuple(architecture.items()) if isinstance(architecture, Mapping) else tuple(architecture)
+            hash(key)
+        except TypeError:
+            return resolved()
+        return kept(self._per_layout().setdefault("architectures", {}), key, resolved, tuning.BAGS_KEPT)
+
+    def _known(self, terms: list[str]) -> tuple[np.ndarray, list[str], list[float], list[bool]]:
+        """The keys of the terms that live records hold, those terms, their idf and whether each is added
+        as a dense vector (`_dense`). Each term's key, idf and density (None: no live record holds it) is
+        kept while the layout stands, for TERMS_KEPT terms: a
         short query's look-up and idf in numpy, a dozen calls on three values, cost ≈ 12 µs of its
         rank, where the editor's questions keep coming back to the same words. The idf is the same
         float whichever terms it is computed with (`terms.idf` is elementwise)."""
-        kept_terms = self._per_layout().setdefault("terms", {})  # term → (key, idf), or None
+        kept_terms = self._per_layout().setdefault("terms", {})  # term → (key, idf, dense), or None
         entries = {term: kept_terms[term] for term in terms if term in kept_terms}
         new = [term for term in dict.fromkeys(terms) if term not in entries]
         if new:
@@ -154,7 +175,7 @@ class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
             known = found >= 0
             known[known] = df[found[known]] > 0
             keys = found[known]
-            made = iter(zip(keys.tolist(), T.idf(len(self._slot_of), df[keys]).tolist()))
+            made = iter(zip(keys.tolist(), T.idf(len(self._slot_of), df[keys]).tolist(), self._dense(keys).tolist()))
             looked = {term: next(made) if k else None for term, k in zip(new, known.tolist())}
             entries.update(looked)
             if len(kept_terms) + len(looked) > tuning.TERMS_KEPT:
@@ -162,8 +183,8 @@ class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
             if len(looked) <= tuning.TERMS_KEPT:
                 kept_terms.update(looked)
         pairs = [(term, found) for term in terms if (found := entries[term]) is not None]
-        return (np.array([key for _, (key, _) in pairs], dtype=np.int64), [term for term, _ in pairs],
-                [idf for _, (_, idf) in pairs])
+        return (np.array([key for _, (key, _, _) in pairs], dtype=np.int64), [term for term, _ in pairs],
+                [idf for _, (_, idf, _) in pairs], [dense for _, (_, _, dense) in pairs])
 
     def _per_layout(self) -> dict[Any, Any]:
         """Query caches valid while the layout stands (slots, segments, N and avgdl unchanged)."""
@@ -207,6 +228,7 @@ class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
                                                        query.half_life_days), 0.0)
         weighting = {
             "table": table, "classes": classes, "t_ref": t_ref,
+            "weights": [dict(zip(TERMS, row)) for row in table.tolist()],  # each class's, for a result to copy
             "structural_applies": structural_applies, "recency_applies": recency_applies,
             "effective": effective, "importance": table[:, 3][classes] * columns.view("importance"),
             "static": {},  # `now` → the approximate step's query-independent part (`_static_part`)
@@ -222,10 +244,10 @@ class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
                 ("arch_total", columns.view("arch_total")))}
         return weighting
 
-    def _ordered(self, exact: Mapping[str, Any], rows: np.ndarray) -> list[int]:
+    def _ordered(self, exact: Mapping[str, Any], rows: Iterable[int]) -> list[int]:
         """Rows by score descending, then record id ascending."""
         records, slots, score = self._slot_records, exact["slots"], exact["score"]
-        return sorted(rows.tolist(), key=lambda i: (-score[i], records[slots[i]].id))
+        return sorted(rows, key=lambda i: (-score[i], records[slots[i]].id))
 
     def _scored(self, exact: Mapping[str, Any], rows: list[int], q: "_Query") -> list[ScoredRecord]:
         """The results of these rows, their values taken out of numpy once for all of them (the exact
@@ -242,8 +264,7 @@ class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
                                                                                  "matched"))
         recency = picked(exact["recency"]) if exact["recency"] is not None else [None] * at.size
         structural_applies, recency_applies = picked(exact["structural_applies"]), picked(exact["recency_applies"])
-        table = q.weighting["table"].tolist()
-        weights = [table[c] for c in picked(exact["classes"])]
+        classes, weights = picked(exact["classes"]), q.weighting["weights"]
         slots_at = np.asarray(slots, dtype=np.intp)  # (indexing with the list would convert it twice)
         importance, dead_end = self._columns.importance[slots_at].tolist(), self._columns.dead_end[slots_at].tolist()
         records, in_query = self._slot_records, q.bag.__contains__
@@ -256,7 +277,7 @@ class _Ranking(_ExactPass, _PrunedPass, _ApproximatePass):
                 own = kept_components[slot] = tuple(sorted(T.component_bag(record.architecture)))
             components = ScoreComponents(  # (positional, in the fields' order: a third less than by keyword)
                 lexical[i] if q.terms else None, structural[i] if structural_applies[i] else None,
-                recency[i] if recency_applies[i] else None, importance[i], dict(zip(TERMS, weights[i])),
+                recency[i] if recency_applies[i] else None, importance[i], weights[classes[i]].copy(),
                 tuple(compress(q.key_terms, matched[i])), tuple(filter(in_query, own)))
             results.append(ScoredRecord(record, score[i], components, dead_end[i]))
         if len(kept_components) > tuning.RECORD_COMPONENTS_KEPT:

@@ -21,9 +21,12 @@ STATIC_PARTS_KEPT = 4  # per query shape: the approximate score's query-independ
 # its structural term for this many component bags (and remembers as many bags asked, `_bag_again`), and its
 # denominators and bounds (`pruned`) for this many bag totals
 PRESENCE_FRACTION = 32  # a component in ≥ 1/32 of the slots is added through a boolean presence vector
+PLANES = 4  # … and its counts up to 4 are kept as bit planes, for its shared counts at a few slots (`planes`)
 ANSWERS_KEPT = 64  # `rank`'s answers kept per layout (a file's definitions, hovered and lensed: results of a
 # few dozen records each, small beside the index)
 TERMS_KEPT = 1 << 16  # query words whose key and idf are kept per layout (`_known`; emptied past this many)
+BAGS_KEPT = 64  # query architectures whose component bag and keys are kept per layout (`_bag_of`), and bags
+# whose masks in the bit planes are (`planes`)
 RECORD_COMPONENTS_KEPT = 1 << 16  # results' records whose sorted canonical components are kept per layout (`_scored`:
 # a result's shared components without parsing its architecture again; ≈ 0.2 KB each, emptied past this many)
 APPROXIMATIONS_KEPT = 4  # the approximate step's float32 bm25 of every slot, per layout, for this many term
