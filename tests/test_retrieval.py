@@ -363,15 +363,21 @@ def test_a_kept_architecture_follows_the_records():
 
 def test_a_bags_kept_plane_masks_follow_the_records():
     """The bit planes give the most frequent components the first bits, and a bag's masks in them are kept
-    per layout (`planes`): records added that make another component the most frequent must move both —
-    masks kept from before would count the other component."""
+    per layout (`planes`, made by `warm` only): records added that make another component the most frequent
+    must move both — masks kept from before would count the other component."""
     records = [rec(f"r{i}", f"rope {i}", architecture=["Linear"]) for i in range(10)]
     records += [rec(f"m{i}", f"rope m{i}", architecture=["MoE", "MoE"]) for i in range(2)]
     index = LiveIndex(records)
     q = RetrievalQuery(text="rope", architecture=["MoE", "MoE", "Attention"], now=NOW, limit=4)
+    index.rank(q)
+    assert "planes" not in index._per_layout()  # a query never makes them: only a load's `warm`
+    index.warm([])
+    assert index._planes_shared(index._resolve(q), np.arange(3), np.float64) is not None
     assert _scores(index, q) == _scores(records, q)
     added = [rec(f"n{i}", f"rope n{i}", architecture=["MoE"]) for i in range(20)]
     index.update(add=added)
+    assert index._planes_shared(index._resolve(q), np.arange(3), np.float64) is None  # a new layout: none yet
+    index.warm([])
     assert _scores(index, q) == _scores(records + added, q)
     assert [r.record.id for r in rank(index, q)][:2] == ["m0", "m1"]  # two MoE shared, the most
 

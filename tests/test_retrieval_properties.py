@@ -186,6 +186,9 @@ def test_a_cut_ranking_is_the_full_ranking_cut(records, q, limit, relevant_only,
             mock.patch.object(tuning, "APPROXIMATIONS_KEPT", 0):
         # the lexical max's contenders and the cut read from the blocks near them, as past 2^18 slots
         _same(index.rank(_query(q, limit=limit), relevant_only=relevant_only, min_score=min_score), full[:limit])
+    index.warm([])  # the end of a load: the bit planes made, the few slots' shared counts read from them
+    with mock.patch.object(tuning, "ANSWERS_KEPT", 0), mock.patch.object(tuning, "APPROXIMATIONS_KEPT", 0):
+        _same(index.rank(_query(q, limit=limit), relevant_only=relevant_only, min_score=min_score), full[:limit])
 
 
 @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])

@@ -40,9 +40,12 @@ class _ComponentPlanes:
     """`_planes_shared` and the planes (a part of `LiveIndex`, on the state `live` holds)."""
 
     def _planes_shared(self, q: "_Query", slots: np.ndarray, dtype: type) -> np.ndarray | None:
-        """Σ_c min(q_c, r_c) at these slots in `dtype` from the bit planes, or None when the planes do not
-        hold the bag (the module's docstring says when, and why the floats are the same)."""
-        masks = kept(self._per_layout().setdefault("plane_masks", {}), (tuple(q.bag_keys), tuple(q.bag.values())),
+        """Σ_c min(q_c, r_c) at these slots in `dtype` from the bit planes, or None when this layout has no
+        planes or they do not hold the bag (the module's docstring says when, and why the floats are the same)."""
+        cache = self._per_layout()
+        if "planes" not in cache:  # (made by `warm` only: see `_planes`)
+            return None
+        masks = kept(cache.setdefault("plane_masks", {}), (tuple(q.bag_keys), tuple(q.bag.values())),
                      lambda: self._masks(q), tuning.BAGS_KEPT)
         if masks is None:
             return None
@@ -79,7 +82,12 @@ class _ComponentPlanes:
         its bit and its largest count; per layout. Built with one `add.at` per plane — each slot's bits
         are distinct (a slot's postings are in one segment, once per component), so their sum is their
         `or` (`add.at`: 30 ms for 6M random postings, where `bitwise_or.at` took 130 and a float64
-        `bincount` per half-word 330). 15 ms at 100k records, 4 planes (the presence vectors: 3.5)."""
+        `bincount` per half-word 330). 15 ms at 100k records, 4 planes (the presence vectors: 3.5), 151 ms of
+        CPU at 1M: so only `LiveIndex.warm` makes them (the end of a load, off the user's requests), never a
+        query. A query saves ≈ 5% of a short rank with them (docs/benchmarks.md § Retrieval, rank11), and a
+        layout that the next pool change ends would seldom see the hundreds of queries that repay a build
+        made on its first query — at 1M that first query would wait 0.15 s. After a change the queries take
+        the presence vectors and postings, as before the planes, until the next load."""
         cache = self._per_layout()
         if "planes" not in cache:
             cache["planes"] = self._made_planes()
