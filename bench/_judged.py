@@ -29,9 +29,10 @@ FRESH = ("neox_torch", "ppo_jax", "unet_hydra", "asr_lightning", "detr_torch", "
 #: `rainbow_haiku`, `convnext_timm` and `speedrun_gpt` since the twelfth round: each written apart (branches
 #: `judge10`, `judge11`, `judge12`) while `dinov2_torch`'s misses were read, which made that one tune data —
 #: RL in JAX, vision in PyTorch and an LLM in PyTorch, as the unseen set has them; `iql_d4rl` (branch `judge13`)
-#: a second RL-in-JAX check, the unseen set's weakest part; `segformer_mmseg` (branch `judge14`) a second
-#: vision-in-PyTorch check, semantic segmentation.
-UNTOUCHED = ("rainbow_haiku", "convnext_timm", "speedrun_gpt", "iql_d4rl", "segformer_mmseg")
+#: a second RL-in-JAX check, the unseen set's weakest part. `segformer_mmseg` (branch `judge14`, semantic
+#: segmentation) was one for an hour: its judge's report named its list-valued knob misses, which a lever was
+#: then built for (docs/benchmarks.md § Quality, rows 260–264), so it is tune data.
+UNTOUCHED = ("rainbow_haiku", "convnext_timm", "speedrun_gpt", "iql_d4rl")
 ANCHOR = datetime(2026, 12, 1, tzinfo=timezone.utc)
 KINDS = ("paraphrase", "old-dead-end", "knob", "sibling", "plain")
 OLD = timedelta(days=182)  # "older than 6 months", for the `old-dead-end` kind

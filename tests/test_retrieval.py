@@ -360,7 +360,6 @@ def test_a_kept_architecture_follows_the_records():
     assert _scores(index, unhashable) == _scores(records + added, unhashable)
 
 
-
 def test_a_bags_kept_plane_masks_follow_the_records():
     """The bit planes give the most frequent components the first bits, and a bag's masks in them are kept
     per layout (`planes`, made by `warm` only): records added that make another component the most frequent
@@ -382,7 +381,6 @@ def test_a_bags_kept_plane_masks_follow_the_records():
     assert [r.record.id for r in rank(index, q)][:2] == ["m0", "m1"]  # two MoE shared, the most
 
 
-
 def test_each_result_owns_its_weights():
     """Each result's `weights` is a copy of its class's effective weights, kept per weighting: a caller
     changing one result's changes no other result's, nor the next ranking's."""
@@ -394,7 +392,6 @@ def test_each_result_owns_its_weights():
     first.components.weights["lexical"] = -1.0
     assert second.components.weights == expected
     assert [r.components.weights for r in rank(index, RetrievalQuery(text="theta", now=NOW, limit=3))] == [expected] * 3
-
 
 
 def test_the_kept_words_overflowing_lose_no_word_of_the_query_asked(monkeypatch):
@@ -471,7 +468,6 @@ def test_queries_never_see_half_an_update():
         stop.set()
         thread.join()
     assert seen == {0, 200}
-
 
 
 def test_what_the_index_keeps_is_bounded_and_drops_the_least_recently_used_first():

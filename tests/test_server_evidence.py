@@ -15,7 +15,8 @@ from soma_lsp.records import parse_record
 from soma_lsp.retrieval import LiveIndex, RetrievalQuery
 from soma_lsp.server.evidence import (focus_order, name_stem, names_only, names_the_word, off_the_line, with_forms,
                                       word_spellings)
-from soma_lsp.server.related import REACH, Related, Tied, find_related, reach, worth_a_lens
+from soma_lsp.server import evidence
+from soma_lsp.server.related import REACH, Related, Tied, find_related, reach_below, worth_a_lens
 from soma_lsp.server.standing import DEAD_END_SHARE, OLD_RUN_SHARE, lift, standing
 
 NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
@@ -555,7 +556,7 @@ def test_a_matchs_strength_does_not_depend_on_the_order_a_set_gives_its_terms():
     assert printed == {repr(math.fsum((1e16, 1.0, 1.0, 1.0, 1.0, 3.0, 0.5)))}
 
 
-def test_an_asked_list_reads_the_gate_lower_and_a_lens_does_not_show_for_what_it_reached():
+def test_an_asked_list_reads_the_gate_lower_and_a_lens_does_not_show_for_what_it_reached(monkeypatch):
     """Lever `reach` (docs/spec.md §3.5): find-related on a document reads `hover.minScore` less
     `REACH`, so an old run matching five words of the scope at a standing of 0.47 is listed; a hover
     does not read lower, nor does a lens show for such a record alone."""
@@ -569,11 +570,13 @@ def test_an_asked_list_reads_the_gate_lower_and_a_lens_does_not_show_for_what_it
     ask = query("data augmentation dino global crops scale local crops number size image")
     local = idx.score(ask, ["local"])[0]
     assert 0.5 - REACH <= standing(local, True, True) < 0.5 and len(local.components.matched_terms) == 5
-    asked = find_related(idx, ask, (), min_score=0.5, limit=None, reach=reach(ALL_ON))
+    asked = find_related(idx, ask, (), min_score=0.5, limit=None, reach=reach_below(ALL_ON))
     assert ids(asked) == ["crops", "local"] and asked.reached == {"local"}
-    assert ids(find_related(idx, ask, (), min_score=0.5, limit=None, reach=reach(replace(ALL_ON, reach=False)))) \
+    assert ids(find_related(idx, ask, (), min_score=0.5, limit=None, reach=reach_below(replace(ALL_ON, reach=False)))) \
         == ["crops"]
     assert ids(find_related(idx, ask, (), min_score=0.5, limit=None, unasked=True)) == ["crops"]  # a hover
     alone = Related(tied=(), ranked=(local,), total=1, capped=False)
     assert worth_a_lens(idx, alone, levers=ALL_ON, hints=Hints())  # five rare words: strong, were it at the gate
     assert not worth_a_lens(idx, replace(alone, reached=frozenset({"local"})), levers=ALL_ON, hints=Hints())
+    monkeypatch.setattr(evidence, "strong", lambda *args, **kwargs: False)  # within reach, but its words weak:
+    assert ids(find_related(idx, ask, (), min_score=0.5, limit=None, reach=reach_below(ALL_ON))) == ["crops"]  # no

@@ -89,7 +89,8 @@ on the judged set is in docs/benchmarks.md § Quality, with the levers tried and
   the scope at 0.4–0.5 (an old run, a terse note) still bears on this code, and the user asked. Hovers
   do not reach, and a lens shows only for a tie or a strong record at `hover.minScore`: what is shown
   unasked stays as quiet. The evidence rule stays: a single shared word, however rare, brought in more
-  coincidences than must-see records.
+  coincidences than must-see records. With `named`, a run named after the word under the cursor passes
+  `REACH` lower too, without the strength test (docs/spec.md §3.5).
 """
 
 from __future__ import annotations

@@ -148,7 +148,7 @@ def has_evidence(scored: ScoredRecord, min_terms: int, pointed: Sequence[str] = 
             or not set(pointed).isdisjoint(parts.matched_terms))
 
 
-def reach(levers: Levers) -> float:
+def reach_below(levers: Levers) -> float:
     """How far under `hover.minScore` a strong record passes in a list asked on a document (find-related,
     a lens's count): `REACH` with lever `reach`, else 0."""
     return REACH if levers.reach else 0.0
@@ -175,7 +175,7 @@ def find_related(index: LiveIndex, query: RetrievalQuery, tied: Iterable[Tied], 
     `unasked`: for a hover, which must stay quiet where nothing relates: the strength gate drops weak
     ranked records there (lever `strength`), not from find-related (lenses: `worth_a_lens`).
     `reach`: how far under `min_score` a strong ranked record still passes (asked on a document, lever
-    `reach`: `reach(levers)`); those that stand under `min_score` are `Related.reached`.
+    `reach`: `reach_below(levers)`); those that stand under `min_score` are `Related.reached`.
     `limit` bounds what is returned (None: everything up to COUNT_CAP); with `count`, the gated
     ranking is read to `count_cap` to say how many there are in all. The gated ranking is ordered by
     standing, plus (lever `components`) `evidence.COMPONENT_BONUS` × its structural term, plus the

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 BITS = 64  # components a plane holds: one uint64 word a slot
 _BIT = np.left_shift(np.uint64(1), np.arange(BITS, dtype=np.uint64))  # each bit's word
+_UNHELD = object()  # a bag the planes do not hold
 
 
 class _ComponentPlanes:
@@ -47,7 +48,7 @@ class _ComponentPlanes:
             return None
         masks = kept(cache.setdefault("plane_masks", {}), (tuple(q.bag_keys), tuple(q.bag.values())),
                      lambda: self._masks(q), tuning.BAGS_KEPT)
-        if masks is None:
+        if masks is _UNHELD:
             return None
         shared = None
         for plane, mask in masks:
@@ -57,10 +58,10 @@ class _ComponentPlanes:
             shared = counted.astype(dtype) if shared is None else shared + counted
         return np.zeros(slots.size, dtype=dtype) if shared is None else shared
 
-    def _masks(self, q: "_Query") -> list[tuple[np.ndarray, np.uint64]] | None:
+    def _masks(self, q: "_Query") -> list[tuple[np.ndarray, np.uint64]] | object:
         """The planes a bag reads and its mask in each (the components it counts more than j times in
-        plane j), or None when the planes do not hold it; kept per layout with the planes, as a file's
-        hovers ask with one bag."""
+        plane j), or `_UNHELD` when the planes do not hold it (kept as such: `kept` makes a None again);
+        kept per layout with the planes, as a file's hovers ask with one bag."""
         planes, bits = self._planes()
         masks = [0] * len(planes)
         for key, q_count in zip(q.bag_keys, q.bag.values()):
@@ -68,11 +69,11 @@ class _ComponentPlanes:
                 continue
             found = bits.get(key)
             if found is None or not float(q_count).is_integer():
-                return None
+                return _UNHELD
             bit, top = found
             depth = min(int(q_count), top)
             if depth > len(planes):
-                return None
+                return _UNHELD
             for j in range(depth):
                 masks[j] |= bit
         return [(plane, np.uint64(mask)) for plane, mask in zip(planes, masks) if mask]

@@ -29,7 +29,7 @@ from ...query import build_query, definitions
 from ...retrieval import is_dead_end
 from .. import convert
 from ..guard import contained
-from ..related import find_related, reach, tied_records, worth_a_lens
+from ..related import find_related, reach_below, tied_records, worth_a_lens
 from ..session import Session, Snapshot
 from ..timing import LENS_DEBOUNCE
 
@@ -114,7 +114,7 @@ def _lenses(snap: Snapshot, cancelled: Callable[[], bool]) -> list[Lens]:
                             commit_ties=snap.commit_ties_here())
         query = snap.retrieval_query(built, limit=None)
         related = find_related(index, query, tied, min_score=snap.settings.min_score, limit=None,
-                               levers=snap.settings.levers, hints=built.hints, reach=reach(snap.settings.levers))
+                               levers=snap.settings.levers, hints=built.hints, reach=reach_below(snap.settings.levers))
         if not worth_a_lens(index, related, levers=snap.settings.levers, hints=built.hints):
             continue
         out.append(Lens(line, start, end, title(related.total, related.capped, related.dead_ends), doc.uri))

@@ -34,7 +34,7 @@ from ...records import kind_of
 from .. import convert
 from ..embedder import similarity_for
 from ..pool_service import PoolService
-from ..related import find_related, reach, tied_records
+from ..related import find_related, reach_below, tied_records
 from ..guard import Unavailable
 from ..session import Session
 
@@ -148,7 +148,7 @@ async def find_related_experiments(session: Session, pools: PoolService,
             return find_related(snap.index, query, tied, min_score=snap.settings.min_score,
                                 limit=limit or None, levers=snap.settings.levers, hints=built.hints,
                                 similarity=similarity_for(snap.settings, query.text),
-                                reach=reach(snap.settings.levers))
+                                reach=reach_below(snap.settings.levers))
         related = await session.run_query(work)
     shown = related.shown(limit or None)
     results = [convert.result(scored, tied, related.commits.get(scored.record.id)) for scored, tied in shown]
